@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class BlogConfig(AppConfig):
+    name = "blog"
+    verbose_name = "Blog"

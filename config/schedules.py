@@ -1,0 +1,15 @@
+"""Periodic tasks declared in code.
+
+`manage.py sync_schedules` (run after every migrate and by `make run`) creates
+the missing ones as django-celery-beat rows; operators may then change or
+disable them in admin without a later sync undoing it (`--reset` does).
+"""
+
+from django.conf import settings
+
+PERIODIC_TASKS = {
+    "jobs: sweep due and abandoned jobs": {
+        "task": "jobs.sweep",
+        "every_seconds": settings.JOBS_SWEEP_SECONDS,
+    },
+}

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class CrmConfig(AppConfig):
+    name = "crm"
+    verbose_name = "CRM"

@@ -1,0 +1,92 @@
+"""The one HTTP client base every outside service's client builds on.
+
+It sets connect/read timeouts and a user agent, maps failures to the job
+layer's two error kinds (timeouts, connection errors, 429 and 5xx are
+transient; other 4xx are permanent) and logs method, host, path, status and
+duration only: never query strings, headers or bodies, which carry secrets
+and personal data.
+"""
+
+import time
+from email.utils import parsedate_to_datetime
+from urllib.parse import urljoin, urlsplit
+
+import requests
+import structlog
+from django.conf import settings
+from django.utils import timezone
+
+from jobs.errors import PermanentError, TransientError
+
+logger = structlog.get_logger(__name__)
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """Retry-After as seconds: either delta-seconds or an HTTP date."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        return max((parsedate_to_datetime(value) - timezone.now()).total_seconds(), 0.0)
+    except (TypeError, ValueError):
+        return None
+
+
+class HttpClient:
+    """Subclass per service: set `service`, pass the base URL, add the service's calls."""
+
+    service = "http"
+
+    def __init__(self, base_url: str, *, connect_timeout=None, read_timeout=None, session=None):
+        self.base_url = base_url.rstrip("/") + "/"
+        self.timeout = (
+            connect_timeout or settings.HTTP_CONNECT_TIMEOUT,
+            read_timeout or settings.HTTP_READ_TIMEOUT,
+        )
+        self.session = session or requests.Session()
+        self.session.headers["User-Agent"] = settings.HTTP_USER_AGENT
+
+    def request(self, method: str, path: str, **kwargs) -> requests.Response:
+        url = urljoin(self.base_url, path.lstrip("/"))
+        kwargs.setdefault("timeout", self.timeout)
+        log = logger.bind(service=self.service, method=method, host=urlsplit(url).hostname, path=urlsplit(url).path)
+        started = time.monotonic()
+        try:
+            response = self.session.request(method, url, **kwargs)
+        except requests.Timeout as exc:
+            log.warning("http_timeout", duration_ms=_ms(started))
+            raise TransientError(f"{self.service}: timed out") from exc
+        except requests.ConnectionError as exc:
+            log.warning("http_connection_error", duration_ms=_ms(started))
+            raise TransientError(f"{self.service}: connection failed") from exc
+        log.info("http_request", status=response.status_code, duration_ms=_ms(started))
+        status = response.status_code
+        if status == 429 or status >= 500:
+            raise TransientError(
+                f"{self.service}: HTTP {status}",
+                retry_after=parse_retry_after(response.headers.get("Retry-After")),
+            )
+        if status >= 400:
+            raise PermanentError(f"{self.service}: HTTP {status}")
+        return response
+
+    def get(self, path, **kwargs):
+        return self.request("GET", path, **kwargs)
+
+    def post(self, path, **kwargs):
+        return self.request("POST", path, **kwargs)
+
+    def put(self, path, **kwargs):
+        return self.request("PUT", path, **kwargs)
+
+    def patch(self, path, **kwargs):
+        return self.request("PATCH", path, **kwargs)
+
+    def delete(self, path, **kwargs):
+        return self.request("DELETE", path, **kwargs)
+
+
+def _ms(started: float) -> int:
+    return int((time.monotonic() - started) * 1000)

@@ -1,0 +1,25 @@
+from django.core.management.base import BaseCommand
+from django.db import transaction
+from django_celery_beat.models import IntervalSchedule, PeriodicTask
+
+from config.schedules import PERIODIC_TASKS
+
+
+class Command(BaseCommand):
+    help = "Create the periodic tasks declared in config/schedules.py that beat does not have yet."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--reset", action="store_true", help="Also overwrite ones edited in admin.")
+
+    @transaction.atomic
+    def handle(self, *args, reset=False, **options):
+        for name, spec in PERIODIC_TASKS.items():
+            interval, _ = IntervalSchedule.objects.get_or_create(
+                every=spec["every_seconds"], period=IntervalSchedule.SECONDS
+            )
+            defaults = {"task": spec["task"], "interval": interval, "enabled": True}
+            if reset:
+                _, created = PeriodicTask.objects.update_or_create(name=name, defaults=defaults)
+            else:
+                _, created = PeriodicTask.objects.get_or_create(name=name, defaults=defaults)
+            self.stdout.write(f"{'created' if created else 'kept'}: {name}")

@@ -1,0 +1,67 @@
+from django.db import models
+from django.utils import timezone
+
+
+class Job(models.Model):
+    """One durable side effect: the outbox row and, when it fails for good, the dead letter."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        RUNNING = "running"
+        SUCCEEDED = "succeeded"
+        SKIPPED = "skipped"
+        DEAD = "dead"
+
+    kind = models.CharField(max_length=100, db_index=True)
+    key = models.CharField(max_length=255, unique=True, help_text="Idempotency key.")
+    payload = models.JSONField(default=dict, blank=True)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    attempts = models.PositiveIntegerField(default=0)
+    max_attempts = models.PositiveIntegerField(default=8)
+    run_after = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True, help_text="Start of the current attempt.")
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    dispatched_at = models.DateTimeField(
+        null=True, blank=True, help_text="When a run message was last sent to the workers."
+    )
+    last_error = models.TextField(blank=True)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["status", "run_after"], name="job_due_idx"),
+            models.Index(fields=["status", "lease_expires_at"], name="job_lease_idx"),
+        ]
+        ordering = ["-created_at"]
+
+    def __str__(self):
+        return f"{self.kind} [{self.key}]"
+
+
+class JobAttempt(models.Model):
+    class Outcome(models.TextChoices):
+        RUNNING = "running"
+        SUCCEEDED = "succeeded"
+        SKIPPED = "skipped"
+        RETRY = "retry"
+        FAILED = "failed"
+        LOST = "lost", "lost (worker died)"
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="attempt_log")
+    number = models.PositiveIntegerField()
+    started_at = models.DateTimeField()
+    finished_at = models.DateTimeField(null=True, blank=True)
+    outcome = models.CharField(max_length=10, choices=Outcome.choices, default=Outcome.RUNNING)
+    error = models.TextField(blank=True)
+    duration_ms = models.PositiveIntegerField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["number"]
+        constraints = [
+            models.UniqueConstraint(fields=["job", "number"], name="job_attempt_unique_number")
+        ]
+
+    def __str__(self):
+        return f"attempt {self.number}: {self.outcome}"

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class LeadgenConfig(AppConfig):
+    name = "leadgen"
+    verbose_name = "Leads"

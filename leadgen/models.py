@@ -1,0 +1,71 @@
+from django.db import models
+
+
+class Lead(models.Model):
+    """An inbound lead from any channel (web form, lead-notification email…)."""
+
+    class Channel(models.TextChoices):
+        WEB_FORM = "web_form", "web form"
+        EMAIL = "email"
+
+    class Status(models.TextChoices):
+        LEAD = "lead"
+        SPAM = "spam"
+        VENDOR = "vendor"
+
+    class ServiceType(models.TextChoices):
+        DIAGNOSTIC = "diagnostic"
+        STRATEGIC_ADVICE = "strategic_advice", "strategic advice"
+        DEDICATED_TEAM = "dedicated_team", "dedicated team"
+        TECHNOLOGY_STRATEGY = "technology_strategy", "technology strategy"
+        PROCESS_AUTOMATION = "process_automation", "process automation"
+
+    class Classifier(models.TextChoices):
+        LLM = "llm"
+        RULES = "rules"
+        STAFF = "staff"
+
+    class PipedriveState(models.TextChoices):
+        NOT_SENT = "not_sent", "not sent"
+        PENDING = "pending"
+        SYNCED = "synced"
+        FAILED = "failed"
+        SKIPPED = "skipped"
+
+    channel = models.CharField(max_length=16, choices=Channel.choices, default=Channel.WEB_FORM)
+    first_name = models.CharField(max_length=100, blank=True)
+    last_name = models.CharField(max_length=100, blank=True)
+    email = models.EmailField(max_length=254, blank=True, db_index=True)
+    phone = models.CharField(max_length=32, blank=True)
+    company = models.CharField(max_length=200, blank=True)
+    message = models.TextField(blank=True)
+    service_type = models.CharField(max_length=32, choices=ServiceType.choices, blank=True)
+    steps = models.JSONField(default=dict, blank=True, help_text="The form's step answers.")
+    source_page = models.URLField(max_length=500, blank=True)
+    utm = models.JSONField(default=dict, blank=True)
+    client_ip = models.GenericIPAddressField(null=True, blank=True)
+    store = models.ForeignKey("tracking.Store", null=True, blank=True, on_delete=models.PROTECT)
+
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.LEAD)
+    category = models.CharField(max_length=10, choices=Status.choices, blank=True)
+    confidence = models.FloatField(null=True, blank=True)
+    reasoning = models.TextField(blank=True)
+    classified_by = models.CharField(max_length=10, choices=Classifier.choices, blank=True)
+
+    pipedrive_state = models.CharField(
+        max_length=10, choices=PipedriveState.choices, default=PipedriveState.NOT_SENT
+    )
+    pipedrive_person_id = models.PositiveBigIntegerField(null=True, blank=True)
+    pipedrive_org_id = models.PositiveBigIntegerField(null=True, blank=True)
+    pipedrive_lead_id = models.CharField(max_length=64, blank=True)
+    preview_url = models.URLField(max_length=500, blank=True)
+
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self):
+        name = f"{self.first_name} {self.last_name}".strip()
+        return f"{name or 'Lead'} ({self.get_channel_display()}, #{self.pk})"

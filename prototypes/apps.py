@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class PrototypesConfig(AppConfig):
+    name = "prototypes"
+    verbose_name = "Prototypes"

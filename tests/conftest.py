@@ -1,0 +1,40 @@
+import os
+import socket
+import uuid
+
+import pytest
+from django.conf import settings
+
+import tests.jobs.handlers  # noqa: F401  (registers the test job kinds)
+from tests.jobs.handlers import runs_store
+
+
+@pytest.fixture
+def runs():
+    """A fresh Redis hash name in which test handlers count their runs, and a reader for it."""
+    name = f"test:runs:{uuid.uuid4()}"
+    store = runs_store()
+
+    class Runs:
+        key = name
+
+        def counts(self):
+            return {k: int(v) for k, v in store.hgetall(name).items()}
+
+    yield Runs()
+    store.delete(name)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def subprocess_env(**extra) -> dict:
+    """Environment for a worker/beat subprocess that shares the test database."""
+    db = settings.DATABASES["default"]
+    env = dict(os.environ)
+    env["DATABASE_URL"] = f"postgres://{db['USER']}:{db['PASSWORD'] or ''}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
+    env.update({k: str(v) for k, v in extra.items()})
+    return env

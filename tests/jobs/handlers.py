@@ -1,0 +1,47 @@
+"""Job kinds used by the tests, importable by worker subprocesses (`celery worker --include`).
+
+Each records its runs in Redis, outside our own bookkeeping, so a test can
+count how often a handler really ran.
+"""
+
+import os
+import time
+
+import redis
+
+from jobs import PermanentError, TransientError, handler
+
+
+def runs_store():
+    return redis.Redis.from_url(os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0"), decode_responses=True)
+
+
+def record_run(job):
+    runs_store().hincrby(job.payload.get("runs", "test:runs"), job.key, 1)
+
+
+@handler("tests.record")
+def record(job):
+    record_run(job)
+
+
+@handler("tests.fail_times")
+def fail_times(job):
+    """Transient failure for the first `failures` attempts, then success."""
+    if job.attempts <= job.payload.get("failures", 0):
+        raise TransientError("upstream busy", retry_after=job.payload.get("retry_after"))
+    record_run(job)
+
+
+@handler("tests.permanent")
+def permanent(job):
+    raise PermanentError("upstream said 400: bad request")
+
+
+@handler("tests.hang_first")
+def hang_first(job):
+    """The first attempt signals it started, then hangs until killed; later attempts succeed."""
+    if job.attempts == 1:
+        runs_store().set(job.payload["started_flag"], "1")
+        time.sleep(600)
+    record_run(job)
