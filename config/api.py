@@ -6,7 +6,8 @@
 messages, so a form can show them inline.
 """
 
-from django.core.exceptions import RequestDataTooBig
+from django.core.exceptions import PermissionDenied, RequestDataTooBig
+from django.http import Http404
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -27,11 +28,19 @@ def error_body(code, message, fields=None):
     return {"error": error}
 
 
+class PayloadTooLarge(exceptions.APIException):
+    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+    default_detail = "Request body is too large."
+    default_code = "too_large"
+
+
 def exception_handler(exc, context):
     if isinstance(exc, RequestDataTooBig):
-        exc = exceptions.APIException("Request body is too large.")
-        exc.status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
-        exc.default_code = "too_large"
+        exc = PayloadTooLarge()
+    elif isinstance(exc, Http404):
+        exc = exceptions.NotFound()
+    elif isinstance(exc, PermissionDenied):
+        exc = exceptions.PermissionDenied()
     response = drf_exception_handler(exc, context)
     if response is None:
         return None
@@ -43,6 +52,5 @@ def exception_handler(exc, context):
             fields=detail,
         )
     else:
-        code = exc.get_codes() if isinstance(exc, exceptions.APIException) else "error"
-        body = error_body(_first_code(code), str(getattr(exc, "detail", exc)))
+        body = error_body(_first_code(exc.get_codes()), str(exc.detail))
     return Response(body, status=response.status_code, headers=dict(response.items()))

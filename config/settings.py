@@ -244,6 +244,8 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {
         "django.db.backends": {"level": "WARNING"},
+        # urllib3 logs full URLs, query strings included, at DEBUG.
+        "urllib3": {"level": "WARNING"},
         "celery": {"level": LOG_LEVEL},
     },
 }

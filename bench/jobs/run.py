@@ -1,0 +1,496 @@
+"""Durable jobs vs bare Celery: 10,000 no-ops each, same worker, same run.
+
+    scripts/with-services .venv/bin/python bench/jobs/run.py [--count 10000] [--rounds 2]
+
+See bench/jobs/README.md for what is measured and the results. Exit status:
+0 when the durable path reaches --target (default 0.5) of bare Celery's rate,
+1 when it does not, 2 when a job was lost, failed or ran more than once.
+"""
+
+import argparse
+import json
+import os
+import platform
+import signal
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+# Run as a script, Python puts bench/jobs/ first on the path; the project root is what we want.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+sys.path.insert(0, str(ROOT))
+os.chdir(ROOT)
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+# Per-job INFO lines (celery publish, job_finished) would measure the terminal, not the job layer.
+os.environ.setdefault("LOG_LEVEL", "WARNING")
+
+OUT_DIR = ROOT / "bench" / "jobs" / "out"  # git-ignored: worker log
+RESULTS = ROOT / "bench" / "jobs" / "results.json"
+STALL_SECONDS = 30  # give up waiting when no run completes for this long
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--count", type=int, default=10_000, help="no-ops per path per round (default 10000)")
+    parser.add_argument("--rounds", type=int, default=2, help="rounds; the order alternates (default 2)")
+    parser.add_argument("--concurrency", type=int, default=2, help="worker processes (default 2)")
+    parser.add_argument("--target", type=float, default=0.5, help="minimum jobs/celery rate ratio (default 0.5)")
+    parser.add_argument("--warmup", type=int, default=300, help="runs of each kind before measuring (default 300)")
+    parser.add_argument("--profile-count", type=int, default=500, help="jobs for the in-process query count (0: skip)")
+    parser.add_argument(
+        "--include",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="extra module imported first by this process and the worker (to try a patched job layer)",
+    )
+    parser.add_argument("--results", type=Path, default=RESULTS, help=f"JSON output (default {RESULTS.relative_to(ROOT)})")
+    return parser.parse_args()
+
+
+ARGS = parse_args()
+for module in ARGS.include:
+    __import__(module)
+
+import django  # noqa: E402
+
+django.setup()
+
+import redis  # noqa: E402
+from django.conf import settings  # noqa: E402
+from django.core.management import call_command  # noqa: E402
+from django.db import connection, transaction  # noqa: E402
+from django.db.models import Count, Max  # noqa: E402
+from django.test.utils import CaptureQueriesContext  # noqa: E402
+
+import jobs  # noqa: E402
+from bench.jobs import handlers as bench  # noqa: E402
+from jobs import services  # noqa: E402
+from jobs.models import Job, JobAttempt  # noqa: E402
+
+
+class BenchError(Exception):
+    pass
+
+
+# --- services ------------------------------------------------------------------------------
+
+
+def redis_store():
+    return redis.Redis.from_url(os.environ["REDIS_URL"])
+
+
+def broker():
+    return redis.Redis.from_url(settings.CELERY_BROKER_URL)
+
+
+def check_environment():
+    if connection.vendor != "postgresql":
+        raise BenchError("DATABASE_URL is not PostgreSQL: run under scripts/with-services")
+    for name in ("REDIS_URL", "CELERY_BROKER_URL"):
+        if not os.environ.get(name, "").startswith("redis://"):
+            raise BenchError(f"{name} is not a Redis URL: run under scripts/with-services")
+
+
+def machine_info():
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW server_version")
+        pg_version = cursor.fetchone()[0]
+    cpu = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    import celery
+    import kombu
+    import psycopg
+
+    return {
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "nproc": len(os.sched_getaffinity(0)),
+        "cpu": cpu,
+        "kernel": platform.release(),
+        "python": platform.python_version(),
+        "django": django.get_version(),
+        "celery": celery.__version__,
+        "kombu": kombu.__version__,
+        "psycopg": psycopg.__version__,
+        "postgres": pg_version,
+        "redis": redis_store().info("server")["redis_version"],
+        "redis_py": redis.__version__,
+        "worker": f"1 celery worker, prefork, concurrency {ARGS.concurrency}",
+        "prefetch_multiplier": settings.CELERY_WORKER_PREFETCH_MULTIPLIER,
+        "acks_late": settings.CELERY_TASK_ACKS_LATE,
+        "conn_max_age": settings.DATABASES["default"].get("CONN_MAX_AGE"),
+        "conn_health_checks": settings.DATABASES["default"].get("CONN_HEALTH_CHECKS"),
+    }
+
+
+# --- the worker ----------------------------------------------------------------------------
+
+
+def start_worker():
+    OUT_DIR.mkdir(parents=True, exist_ok=True)
+    log_path = OUT_DIR / "worker.log"
+    includes = ",".join([*ARGS.include, "bench.jobs.handlers"])
+    command = [
+        sys.executable, "-m", "celery", "-A", "config", "worker",
+        "-P", "prefork", "-c", str(ARGS.concurrency), "--include", includes,
+        "-n", f"bench-{uuid.uuid4().hex[:8]}@%h",
+        "--without-heartbeat", "--without-gossip", "--without-mingle", "--loglevel", "WARNING",
+    ]  # fmt: skip
+    log = open(log_path, "wb")  # noqa: SIM115 - closed with the worker
+    process = subprocess.Popen(command, cwd=ROOT, env=dict(os.environ), stdout=log, stderr=subprocess.STDOUT,
+                               start_new_session=True)  # fmt: skip
+    process.log_file, process.log_path = log, log_path
+    return process
+
+
+def stop_worker(process):
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGTERM)  # warm shutdown: the queue is empty by now
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=10)
+    process.log_file.close()
+
+
+def worker_tail(process, lines=30):
+    try:
+        return "\n".join(process.log_path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""
+
+
+# --- one phase -----------------------------------------------------------------------------
+
+
+def reset(counter, count):
+    store = redis_store()
+    store.delete(counter, bench.end_key(counter))
+    store.set(bench.TARGET, count)
+
+
+def wait_idle(timeout=60):
+    """Queue drained and nothing left unacknowledged: the next phase starts from a quiet worker."""
+    b = broker()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if b.llen("celery") == 0 and b.hlen("unacked") == 0:
+            return
+        time.sleep(0.05)
+    raise BenchError(f"broker not idle after {timeout}s: queue {b.llen('celery')}, unacked {b.hlen('unacked')}")
+
+
+def wait_count(counter, count, worker):
+    """Poll the Redis counter until it reaches `count`; stop when it stalls or the worker dies."""
+    store = redis_store()
+    last, last_change = -1, time.monotonic()
+    while True:
+        done = int(store.get(counter) or 0)
+        if done >= count:
+            return done
+        if done != last:
+            last, last_change = done, time.monotonic()
+        if worker.poll() is not None:
+            raise BenchError(f"worker exited with {worker.returncode}:\n{worker_tail(worker)}")
+        if time.monotonic() - last_change > STALL_SECONDS:
+            return done
+        time.sleep(0.01)
+
+
+def truncate_jobs():
+    with connection.cursor() as cursor:
+        cursor.execute(f"TRUNCATE {JobAttempt._meta.db_table}, {Job._meta.db_table} RESTART IDENTITY CASCADE")
+
+
+def pg_counters():
+    """Server-side totals for the database: transactions and row operations on the job tables."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_stat_clear_snapshot()")
+        cursor.execute("SELECT xact_commit, xact_rollback FROM pg_stat_database WHERE datname = current_database()")
+        commits, rollbacks = cursor.fetchone()
+        cursor.execute(
+            "SELECT coalesce(sum(n_tup_ins), 0), coalesce(sum(n_tup_upd), 0), coalesce(sum(n_tup_hot_upd), 0)"
+            " FROM pg_stat_user_tables WHERE relname = ANY(%s)",
+            [[Job._meta.db_table, JobAttempt._meta.db_table]],
+        )
+        inserts, updates, hot_updates = cursor.fetchone()
+    return {"commits": commits, "rollbacks": rollbacks, "inserts": inserts, "updates": updates, "hot_updates": hot_updates}
+
+
+def run_celery(count, worker):
+    wait_idle()
+    reset(bench.CELERY_COUNTER, count)
+    task = bench.celery_noop
+    start = time.time()
+    for _ in range(count):
+        task.delay()
+    published = time.time()
+    done = wait_count(bench.CELERY_COUNTER, count, worker)
+    if done < count:
+        raise BenchError(f"bare celery: only {done}/{count} tasks ran (stalled {STALL_SECONDS}s)")
+    end = float(redis_store().get(bench.end_key(bench.CELERY_COUNTER)))
+    return {
+        "path": "celery",
+        "count": count,
+        "enqueue_seconds": published - start,
+        "total_seconds": end - start,
+        "rate": count / (end - start),
+    }
+
+
+def run_jobs(count, worker, round_no):
+    wait_idle()
+    truncate_jobs()
+    reset(bench.JOBS_COUNTER, count)
+    prefix = f"bench:r{round_no}:"
+    before = pg_counters()
+    enqueue = jobs.enqueue
+    start = time.time()
+    for n in range(count):
+        with transaction.atomic():  # one request's transaction per job; the run message goes at commit
+            enqueue(bench.JOB_KIND, {}, key=f"{prefix}{n}")
+    published = time.time()
+    done = wait_count(bench.JOBS_COUNTER, count, worker)
+    handler_end = redis_store().get(bench.end_key(bench.JOBS_COUNTER))
+    # The handler counts before the job row is marked finished: wait for the last finishing UPDATE.
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        if Job.objects.filter(status=Job.Status.RUNNING).count() == 0:
+            break
+        time.sleep(0.02)
+    after = pg_counters()
+    check = verify_jobs(prefix, count)
+    check["handler_runs"] = done
+    last_finish = Job.objects.aggregate(last=Max("finished_at"))["last"]
+    end = max(float(handler_end) if handler_end else 0.0, last_finish.timestamp() if last_finish else 0.0)
+    result = {
+        "path": "jobs",
+        "count": count,
+        "enqueue_seconds": published - start,
+        "total_seconds": end - start,
+        "rate": count / (end - start) if end > start else 0.0,
+        "check": check,
+        "postgres_per_job": {k: round((after[k] - before[k]) / count, 2) for k in after},
+    }
+    return result
+
+
+def verify_jobs(prefix, count):
+    """Every job succeeded, with exactly one attempt recorded; anything else is reported, not swept."""
+    jobs_qs = Job.objects.filter(key__startswith=prefix)
+    statuses = dict(jobs_qs.values_list("status").annotate(n=Count("id")).values_list("status", "n"))
+    one_attempt = jobs_qs.filter(status=Job.Status.SUCCEEDED, attempts=1).count()
+    attempt_rows = JobAttempt.objects.filter(job__key__startswith=prefix)
+    attempts_by_outcome = dict(attempt_rows.values_list("outcome").annotate(n=Count("id")).values_list("outcome", "n"))
+    pending = list(jobs_qs.filter(status=Job.Status.PENDING).values_list("pk", flat=True)[:20])
+    ok = (
+        jobs_qs.count() == count
+        and one_attempt == count
+        and attempts_by_outcome == {JobAttempt.Outcome.SUCCEEDED: count}
+    )
+    return {
+        "ok": ok,
+        "jobs": jobs_qs.count(),
+        "statuses": statuses,
+        "succeeded_with_one_attempt": one_attempt,
+        "attempt_rows": attempts_by_outcome,
+        "pending_sample": pending,
+    }
+
+
+# --- where the time goes: one process, no contention ---------------------------------------
+
+
+def profile(count):
+    """Queries and microseconds per job on each side, measured in this process.
+
+    Enqueue side: exactly what run_jobs does (its run messages go to the
+    worker, which runs them). Worker side: jobs inserted without a run
+    message, then services.job_run here, preceded by what Celery's Django
+    fixup does before every task (close_if_unusable_or_obsolete, which makes
+    the next query pay a CONN_HEALTH_CHECKS `SELECT 1`). The worker is stopped
+    by then, so nothing competes for the CPUs; the run messages are purged after.
+    """
+    truncate_jobs()
+    out = {}
+
+    start = time.perf_counter()
+    for _ in range(count):
+        bench.celery_noop.delay()
+    out["celery_delay_us"] = (time.perf_counter() - start) / count * 1e6
+
+    with CaptureQueriesContext(connection) as ctx:
+        start = time.perf_counter()
+        for n in range(count):
+            with transaction.atomic():
+                jobs.enqueue(bench.JOB_KIND, {}, key=f"profile:enqueue:{n}")
+        elapsed = time.perf_counter() - start
+    out["enqueue_us"] = elapsed / count * 1e6
+    out["enqueue_queries"] = summarize(ctx.captured_queries, count)
+
+    now = datetime.now(UTC)
+    ids = [
+        job.pk
+        for job in Job.objects.bulk_create(
+            Job(kind=bench.JOB_KIND, key=f"profile:run:{n}", payload={}, run_after=now, created_at=now)
+            for n in range(count)
+        )
+    ]
+    with CaptureQueriesContext(connection) as ctx:
+        start = time.perf_counter()
+        for job_id in ids:
+            connection.close_if_unusable_or_obsolete()  # Celery's task_prerun, as in the worker
+            services.job_run(job_id=job_id)
+            connection.close_if_unusable_or_obsolete()  # task_postrun
+        elapsed = time.perf_counter() - start
+    out["job_run_us"] = elapsed / count * 1e6
+    out["job_run_queries"] = summarize(ctx.captured_queries, count)
+    broker().delete("celery")
+    return out
+
+
+def summarize(queries, count):
+    """Statements per job grouped by their first words (BEGIN and COMMIT are not captured by Django)."""
+    kinds = {}
+    for query in queries:
+        sql = query["sql"].lstrip()
+        words = sql.split(None, 3)
+        kind = words[0].upper()
+        if kind == "UPDATE":
+            kind = f"UPDATE {words[1].strip(chr(34))}"
+        elif kind == "INSERT":
+            kind = f"INSERT {words[2].strip(chr(34))}"
+        elif kind == "SELECT":
+            kind = "SELECT 1 (health check)" if sql.upper().startswith("SELECT 1") and "FROM" not in sql.upper() else "SELECT"
+        kinds[kind] = kinds.get(kind, 0) + 1
+    per_job = {k: round(v / count, 2) for k, v in sorted(kinds.items())}
+    per_job["total"] = round(len(queries) / count, 2)
+    return per_job
+
+
+# --- report --------------------------------------------------------------------------------
+
+
+def print_table(rounds, summary):
+    print()
+    print(f"{'round':>5}  {'path':<7} {'enqueue s':>10} {'total s':>9} {'rate /s':>9}  note")
+    for r in rounds:
+        for res in r["results"]:
+            note = ""
+            if res["path"] == "jobs":
+                c = res["check"]
+                note = "all succeeded, 1 attempt each" if c["ok"] else f"CHECK FAILED: {c['statuses']} {c['attempt_rows']}"
+            print(
+                f"{r['round']:>5}  {res['path']:<7} {res['enqueue_seconds']:>10.2f} {res['total_seconds']:>9.2f}"
+                f" {res['rate']:>9.0f}  {note}"
+            )
+        print(f"{'':>5}  ratio jobs/celery this round: {r['ratio']:.3f}   (order: {' then '.join(r['order'])})")
+    print()
+    print(f"median rate: celery {summary['celery_rate']:.0f}/s, jobs {summary['jobs_rate']:.0f}/s")
+    print(f"ratio jobs/celery: {summary['ratio']:.3f}  (target >= {ARGS.target}: {'met' if summary['met'] else 'NOT met'})")
+
+
+def main():
+    check_environment()
+    call_command("migrate", verbosity=0)
+    info = machine_info()
+    print(f"machine: {info['nproc']} CPU ({info['cpu']}), Python {info['python']}, PostgreSQL {info['postgres']},"
+          f" Redis {info['redis']}; {info['worker']}")  # fmt: skip
+    redis_store().delete(bench.CELERY_COUNTER, bench.JOBS_COUNTER)
+    broker().delete("celery", "unacked", "unacked_index")
+
+    worker = start_worker()
+    rounds, profile_out, failed = [], None, False
+    try:
+        # Ready when it has run a warm-up of both kinds (imports done, DB connections open in both children).
+        t0 = time.monotonic()
+        warm = max(ARGS.warmup, 1)
+        reset(bench.CELERY_COUNTER, warm)
+        for _ in range(warm):
+            bench.celery_noop.delay()
+        if wait_count(bench.CELERY_COUNTER, warm, worker) < warm:
+            raise BenchError(f"worker not ready:\n{worker_tail(worker)}")
+        reset(bench.JOBS_COUNTER, warm)
+        for n in range(warm):
+            with transaction.atomic():
+                jobs.enqueue(bench.JOB_KIND, {}, key=f"warmup:{n}")
+        if wait_count(bench.JOBS_COUNTER, warm, worker) < warm:
+            raise BenchError(f"worker not running jobs:\n{worker_tail(worker)}")
+        print(f"worker ready and warm in {time.monotonic() - t0:.1f}s")
+
+        for round_no in range(1, ARGS.rounds + 1):
+            order = ["celery", "jobs"] if round_no % 2 else ["jobs", "celery"]
+            results = []
+            for path in order:
+                print(f"round {round_no}: {path} x {ARGS.count} ...", flush=True)
+                if path == "celery":
+                    results.append(run_celery(ARGS.count, worker))
+                else:
+                    results.append(run_jobs(ARGS.count, worker, round_no))
+                    failed |= not results[-1]["check"]["ok"]
+                time.sleep(1)  # let the worker's acks and PostgreSQL's background writes settle
+            by_path = {r["path"]: r for r in results}
+            rounds.append({
+                "round": round_no,
+                "order": order,
+                "results": results,
+                "ratio": by_path["jobs"]["rate"] / by_path["celery"]["rate"],
+            })  # fmt: skip
+
+    finally:
+        stop_worker(worker)
+    if ARGS.profile_count:
+        print(f"profile: {ARGS.profile_count} jobs in this process, worker stopped ...", flush=True)
+        profile_out = profile(ARGS.profile_count)
+
+    celery_rate = statistics.median(r["results"][[x["path"] for x in r["results"]].index("celery")]["rate"] for r in rounds)
+    jobs_rate = statistics.median(r["results"][[x["path"] for x in r["results"]].index("jobs")]["rate"] for r in rounds)
+    ratio = jobs_rate / celery_rate
+    summary = {"celery_rate": celery_rate, "jobs_rate": jobs_rate, "ratio": ratio, "target": ARGS.target,
+               "met": ratio >= ARGS.target, "all_jobs_ok": not failed}  # fmt: skip
+    print_table(rounds, summary)
+    if profile_out:
+        print()
+        print("in-process profile, one process, no contention (per job):")
+        print(f"  celery .delay():          {profile_out['celery_delay_us']:7.0f} us")
+        print(f"  atomic() + enqueue:       {profile_out['enqueue_us']:7.0f} us  queries {profile_out['enqueue_queries']}")
+        print(f"  job_run (worker side):    {profile_out['job_run_us']:7.0f} us  queries {profile_out['job_run_queries']}")
+    for r in rounds:
+        for res in r["results"]:
+            if res["path"] == "jobs":
+                print(f"  round {r['round']} PostgreSQL per job (server counters): {res['postgres_per_job']}")
+
+    ARGS.results.parent.mkdir(parents=True, exist_ok=True)
+    ARGS.results.write_text(json.dumps({
+        "machine": info,
+        "args": {"count": ARGS.count, "rounds": ARGS.rounds, "concurrency": ARGS.concurrency,
+                 "warmup": ARGS.warmup, "include": ARGS.include},
+        "rounds": rounds,
+        "summary": summary,
+        "profile": profile_out,
+    }, indent=2, default=str) + "\n")  # fmt: skip
+    print(f"\nwrote {ARGS.results.relative_to(ROOT) if ARGS.results.is_relative_to(ROOT) else ARGS.results}")
+    if failed:
+        print("FAILED: some jobs did not succeed exactly once (see check above); the sweep was not run", file=sys.stderr)
+        return 2
+    return 0 if summary["met"] else 1
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except BenchError as exc:
+        print(f"bench: {exc}", file=sys.stderr)
+        sys.exit(2)
