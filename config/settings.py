@@ -131,16 +131,22 @@ else:
 # --- Celery ----------------------------------------------------------------------
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default=REDIS_URL or "filesystem://")
 CELERY_TASK_IGNORE_RESULT = True
+# Workers log through LOGGING (structlog JSON) like the web process.
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = env.int("CELERY_WORKER_PREFETCH_MULTIPLIER", default=4)
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_TIMEZONE = "UTC"
 if CELERY_BROKER_URL.startswith("filesystem://"):
     _broker_dir = DATA_DIR / "broker"
+    # The transport expects its folders to exist; the zero-setup run must not need a manual step.
+    for _folder in ("queue", "processed", "control"):
+        (_broker_dir / _folder).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_broker_dir / "queue"),
         "data_folder_out": str(_broker_dir / "queue"),
         "processed_folder": str(_broker_dir / "processed"),
+        "control_folder": str(_broker_dir / "control"),
         "store_processed": False,
     }
     # The filesystem transport has no fanout exchange for remote control.

@@ -56,7 +56,9 @@ def _confirmed_bulk_action(modeladmin, request, queryset, *, title, verb, perfor
 class JobAdmin(ExportMixin, admin.ModelAdmin):
     resource_classes = [JobResource]
     export_formats = [CSV]
-    change_list_template = "admin/jobs/job/change_list.html"
+    # import-export wraps `change_list_template` as the base of its own; ours extends its
+    # export template instead, so it must take the import-export slot (else: extends loop).
+    import_export_change_list_template = "admin/jobs/job/change_list.html"
     list_display = ("id", "kind", "key", "status_badge", "attempts_display", "run_after", "created_at", "short_error")
     list_filter = ("status", "kind", "created_at", "run_after")
     search_fields = ("=id", "key")
@@ -77,6 +79,10 @@ class JobAdmin(ExportMixin, admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None):
         return False  # the row is the record: discard instead
+
+    def has_export_permission(self, request):
+        # import-export lets any staff user export unless IMPORT_EXPORT_EXPORT_PERMISSION_CODE is set.
+        return self.has_view_permission(request)
 
     @admin.display(description="payload")
     def pretty_payload(self, obj):

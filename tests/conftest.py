@@ -8,6 +8,8 @@ from django.conf import settings
 import tests.jobs.handlers  # noqa: F401  (registers the test job kinds)
 from tests.jobs.handlers import runs_store
 
+pytest_plugins = ["tests.browser"]
+
 
 @pytest.fixture
 def runs():

@@ -1,9 +1,9 @@
 import uuid
 from datetime import time
+from zoneinfo import ZoneInfo, available_timezones
 
 from django.core.exceptions import ValidationError
 from django.db import models
-from zoneinfo import ZoneInfo, available_timezones
 
 
 def validate_timezone(value):

@@ -24,9 +24,8 @@ def client(httpserver):
 
 
 def test_success_returns_the_response_and_sends_our_user_agent(client, httpserver, settings):
-    httpserver.expect_request("/v1/things", method="GET", headers={"User-Agent": settings.HTTP_USER_AGENT}).respond_with_json(
-        {"ok": True}
-    )
+    ours = {"User-Agent": settings.HTTP_USER_AGENT}
+    httpserver.expect_request("/v1/things", method="GET", headers=ours).respond_with_json({"ok": True})
     assert client.get("things").json() == {"ok": True}
 
 
