@@ -11,8 +11,6 @@ BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip --disable-pip-version-check
 PORT ?= 8000
 PYTEST_ARGS ?=
-DATA_DIR ?= var
-# Only for the mkdir below; settings read DATA_DIR from the environment themselves.
 
 .PHONY: help .venv install install-dev run test lint bench-jobs clean
 
@@ -43,7 +41,6 @@ install-dev: $(VENV)/.stamp-requirements-dev
 
 # --- zero-setup run ------------------------------------------------------------------------
 run: install
-	@mkdir -p "$(DATA_DIR)/broker/queue" "$(DATA_DIR)/broker/processed"
 	$(BIN)/python manage.py migrate --noinput
 	$(BIN)/python manage.py createcachetable
 	$(BIN)/python manage.py collectstatic --noinput --verbosity 0

@@ -69,3 +69,20 @@ class Lead(models.Model):
     def __str__(self):
         name = f"{self.first_name} {self.last_name}".strip()
         return f"{name or 'Lead'} ({self.get_channel_display()}, #{self.pk})"
+
+
+class IdempotentRequest(models.Model):
+    """The first response to a request sent with an `Idempotency-Key` header, replayed for 24 h."""
+
+    scope = models.CharField(max_length=50, help_text="Which endpoint the key belongs to.")
+    key = models.CharField(max_length=255)
+    request_hash = models.CharField(max_length=64, help_text="sha256 of the request body.")
+    response_status = models.PositiveSmallIntegerField()
+    response_body = models.JSONField()
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["scope", "key"], name="idempotent_request_unique_key")]
+
+    def __str__(self):
+        return f"{self.scope}:{self.key}"
