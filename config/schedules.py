@@ -12,4 +12,8 @@ PERIODIC_TASKS = {
         "task": "jobs.sweep",
         "every_seconds": settings.JOBS_SWEEP_SECONDS,
     },
+    "tracking: poll lead mailboxes": {
+        "task": "tracking.poll_mailboxes",
+        "every_seconds": settings.IMAP_POLL_SECONDS,
+    },
 }

@@ -99,8 +99,15 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     }
 else:
-    DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=60)
-    DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+    # Under daphne every request runs in its own thread, so per-thread persistent
+    # connections would pile up: a process-wide psycopg pool serves them instead.
+    DATABASES["default"]["OPTIONS"] = {
+        "pool": {
+            "min_size": env.int("DATABASE_POOL_MIN_SIZE", default=1),
+            "max_size": env.int("DATABASE_POOL_MAX_SIZE", default=20),
+            "timeout": env.float("DATABASE_POOL_TIMEOUT", default=10.0),
+        }
+    }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Cache, channel layer ------------------------------------------------------
@@ -182,6 +189,27 @@ HTTP_CONNECT_TIMEOUT = env.float("HTTP_CONNECT_TIMEOUT", default=5.0)
 HTTP_READ_TIMEOUT = env.float("HTTP_READ_TIMEOUT", default=20.0)
 HTTP_USER_AGENT = env.str("HTTP_USER_AGENT", default="leadgen-backoffice/1.0")
 
+# --- Web-form lead intake (leadgen/) ------------------------------------------------
+CHAT_API_KEY = env.str("CHAT_API_KEY", default="")  # X-Chat-Api-Key of the trusted sales-chat agent
+TRUSTED_PROXY_COUNT = env.int("TRUSTED_PROXY_COUNT", default=0)  # proxies in front of daphne
+LEADS_MAX_BODY_BYTES = env.int("LEADS_MAX_BODY_BYTES", default=64 * 1024)
+LEADS_THROTTLE_RATE = env.str("LEADS_THROTTLE_RATE", default="30/min")  # per client IP
+LEADS_SPAM_FILTER_ENABLED = env.bool("LEADS_SPAM_FILTER_ENABLED", default=True)
+LEADS_VENDOR_FILTER_ENABLED = env.bool("LEADS_VENDOR_FILTER_ENABLED", default=True)
+LEADS_PROTOTYPE_SERVICE_TYPES = env.list(
+    "LEADS_PROTOTYPE_SERVICE_TYPES", default=["diagnostic", "process_automation"]
+)
+LEADS_PROTOTYPE_QUOTA = env.int("LEADS_PROTOTYPE_QUOTA", default=3)
+LEADS_PROTOTYPE_WINDOW_SECONDS = env.int("LEADS_PROTOTYPE_WINDOW_SECONDS", default=24 * 3600)
+LEADS_PROTOTYPE_HOLD_SECONDS = env.int("LEADS_PROTOTYPE_HOLD_SECONDS", default=20 * 60)
+LEADS_IDEMPOTENCY_TTL_SECONDS = env.int("LEADS_IDEMPOTENCY_TTL_SECONDS", default=24 * 3600)
+CONFIRMATION_EMAIL_DELAY = env.int("CONFIRMATION_EMAIL_DELAY", default=600)  # seconds
+LEADS_PHONE_REGION = env.str("LEADS_PHONE_REGION", default="US")  # for numbers typed without +country
+RECAPTCHA_SITE_KEY = env.str("RECAPTCHA_SITE_KEY", default="")
+RECAPTCHA_ACTION = env.str("RECAPTCHA_ACTION", default="lead_form")
+RECAPTCHA_MIN_SCORE = env.float("RECAPTCHA_MIN_SCORE", default=0.5)
+RECAPTCHA_HOSTNAMES = env.list("RECAPTCHA_HOSTNAMES", default=[])  # empty: ALLOWED_HOSTS
+
 # --- Auth, i18n, static ------------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
@@ -195,6 +223,7 @@ USE_I18N = True
 USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = DATA_DIR / "static"
+STATICFILES_DIRS = [BASE_DIR / "static"]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
@@ -213,6 +242,8 @@ REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.AllowAny"],
     "UNAUTHENTICATED_USER": None,
+    "NUM_PROXIES": TRUSTED_PROXY_COUNT,
+    "DEFAULT_THROTTLE_RATES": {"leads": LEADS_THROTTLE_RATE, "lookup": "120/min"},
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Lead-generation back office API",
@@ -269,3 +300,45 @@ structlog.configure(
     logger_factory=structlog.stdlib.LoggerFactory(),
     cache_logger_on_first_use=True,
 )
+
+# --- Web-form intake integrations (issue 3) ---------------------------------------------
+# Empty secrets mean "not configured": client_from_settings() returns None.
+RECAPTCHA_SECRET_KEY = env.str("RECAPTCHA_SECRET_KEY", default="")
+RECAPTCHA_VERIFY_URL = env.str("RECAPTCHA_VERIFY_URL", default="https://www.google.com/recaptcha/api/siteverify")
+RECAPTCHA_TIMEOUT_SECONDS = env.float("RECAPTCHA_TIMEOUT_SECONDS", default=3.0)  # request path: keep it short
+LLM_BASE_URL = env.str("LLM_BASE_URL", default="")  # OpenAI-compatible, e.g. https://litellm.example.com/v1
+LLM_API_KEY = env.str("LLM_API_KEY", default="")
+LLM_MODEL = env.str("LLM_MODEL", default="")
+LLM_TIMEOUT_SECONDS = env.float("LLM_TIMEOUT_SECONDS", default=8.0)
+PIPEDRIVE_API_TOKEN = env.str("PIPEDRIVE_API_TOKEN", default="")
+PIPEDRIVE_API_URL = env.str("PIPEDRIVE_API_URL", default="https://api.pipedrive.com")
+CLICKUP_API_TOKEN = env.str("CLICKUP_API_TOKEN", default="")
+CLICKUP_LIST_ID = env.str("CLICKUP_LIST_ID", default="")  # the "Lead alerts" list
+CLICKUP_API_URL = env.str("CLICKUP_API_URL", default="https://api.clickup.com")
+# The openai SDK's HTTP stack logs every request's full URL at INFO; ours log host and path only.
+LOGGING["loggers"]["httpx2"] = {"level": "WARNING"}
+
+# --- Email lead tracking (tracking/, crm/) ---
+# The mailbox configured here is named "env"; more are added in admin (Mailbox), each naming the
+# environment variable that holds its password.
+IMAP_HOST = env.str("IMAP_HOST", default="")
+IMAP_PORT = env.int("IMAP_PORT", default=993)
+IMAP_USER = env.str("IMAP_USER", default="")
+IMAP_PASSWORD = env.str("IMAP_PASSWORD", default="")
+IMAP_FOLDER = env.str("IMAP_FOLDER", default="INBOX")
+IMAP_SSL = env.bool("IMAP_SSL", default=True)
+IMAP_CA_FILE = env.str("IMAP_CA_FILE", default="")
+IMAP_TIMEOUT_SECONDS = env.float("IMAP_TIMEOUT_SECONDS", default=30.0)
+IMAP_FETCH_BATCH = env.int("IMAP_FETCH_BATCH", default=100)
+IMAP_POLL_SECONDS = env.int("IMAP_POLL_SECONDS", default=300)
+IMAP_POLL_TIME_BUDGET_SECONDS = env.int("IMAP_POLL_TIME_BUDGET_SECONDS", default=240)
+IMAP_POLL_MAX_ATTEMPTS = env.int("IMAP_POLL_MAX_ATTEMPTS", default=3)
+PHONE_DEFAULT_REGION = env.str("PHONE_DEFAULT_REGION", default="US")
+STORE_MAPPING_CACHE_SECONDS = env.int("STORE_MAPPING_CACHE_SECONDS", default=300)
+LEAD_WRITE_BREAKER_FAIL_MAX = env.int("LEAD_WRITE_BREAKER_FAIL_MAX", default=5)
+LEAD_WRITE_BREAKER_RESET_SECONDS = env.int("LEAD_WRITE_BREAKER_RESET_SECONDS", default=900)
+LEAD_RETRY_MAX_ATTEMPTS = env.int("LEAD_RETRY_MAX_ATTEMPTS", default=3)
+LEAD_RETRY_DELAY_SECONDS = env.int("LEAD_RETRY_DELAY_SECONDS", default=120)
+LEAD_OUTREACH_SLA_MINUTES = env.int("LEAD_OUTREACH_SLA_MINUTES", default=5)
+# imapclient logs protocol lines, message bodies included, at DEBUG: personal data stays out of logs.
+LOGGING["loggers"]["imapclient"] = {"level": "WARNING"}

@@ -32,6 +32,10 @@ class Lead(models.Model):
         FAILED = "failed"
         SKIPPED = "skipped"
 
+    class ParseState(models.TextChoices):
+        PARSED = "parsed"
+        FAILED = "failed"
+
     channel = models.CharField(max_length=16, choices=Channel.choices, default=Channel.WEB_FORM)
     first_name = models.CharField(max_length=100, blank=True)
     last_name = models.CharField(max_length=100, blank=True)
@@ -52,16 +56,47 @@ class Lead(models.Model):
     reasoning = models.TextField(blank=True)
     classified_by = models.CharField(max_length=10, choices=Classifier.choices, blank=True)
 
-    pipedrive_state = models.CharField(
-        max_length=10, choices=PipedriveState.choices, default=PipedriveState.NOT_SENT
-    )
+    pipedrive_state = models.CharField(max_length=10, choices=PipedriveState.choices, default=PipedriveState.NOT_SENT)
     pipedrive_person_id = models.PositiveBigIntegerField(null=True, blank=True)
     pipedrive_org_id = models.PositiveBigIntegerField(null=True, blank=True)
     pipedrive_lead_id = models.CharField(max_length=64, blank=True)
+    pipedrive_cc_email = models.EmailField(
+        blank=True, help_text="The lead's Smart BCC address: our emails copied there are logged on it."
+    )
     preview_url = models.URLField(max_length=500, blank=True)
 
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     updated_at = models.DateTimeField(auto_now=True)
+
+    # --- Lead-notification emails (channel email; tracking/ writes these) ---
+    dedup_key = models.CharField(
+        max_length=400,
+        unique=True,
+        null=True,
+        blank=True,
+        help_text="{sender}#{phone}#{date}, or {sender}#{receivedAt} without a phone: one lead per key.",
+    )
+    lead_type = models.CharField(max_length=100, blank=True, help_text="Web Lead, Online Intro…")
+    booked_date = models.DateField(null=True, blank=True)
+    booked_time = models.TimeField(null=True, blank=True)
+    email_subject = models.CharField(max_length=998, blank=True)
+    email_from = models.CharField(max_length=254, blank=True, help_text="Sender: the store's lead address.")
+    email_recipient = models.CharField(max_length=254, blank=True)
+    tracking_id = models.CharField(max_length=64, blank=True, help_text="From lead-tracking+{ID}@…")
+    franchise = models.CharField(max_length=120, blank=True, help_text="Brand, from the store mapping.")
+    account_id = models.CharField(max_length=64, blank=True, help_text="From the store mapping.")
+    raw_body = models.TextField(blank=True)
+    is_forwarded = models.BooleanField(default=False)
+    forwarded_original_from = models.CharField(max_length=254, blank=True)
+    forwarded_original_to = models.CharField(max_length=254, blank=True)
+    forwarded_original_date = models.CharField(
+        max_length=200, blank=True, help_text="As the forwarding mail client wrote it."
+    )
+    received_at = models.DateTimeField(null=True, blank=True, db_index=True)
+    synced_at = models.DateTimeField(null=True, blank=True, help_text="Last time a poll wrote this lead.")
+    parse_state = models.CharField(max_length=10, choices=ParseState.choices, blank=True)
+    parse_error = models.TextField(blank=True)
+    processed_by = models.CharField(max_length=32, blank=True)
 
     class Meta:
         ordering = ["-created_at"]

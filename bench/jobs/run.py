@@ -49,17 +49,19 @@ def parse_args():
         metavar="MODULE",
         help="extra module imported first by this process and the worker (to try a patched job layer)",
     )
-    parser.add_argument("--results", type=Path, default=RESULTS, help=f"JSON output (default {RESULTS.relative_to(ROOT)})")
+    parser.add_argument(
+        "--results", type=Path, default=RESULTS, help=f"JSON output (default {RESULTS.relative_to(ROOT)})"
+    )
     return parser.parse_args()
 
 
 ARGS = parse_args()
-for module in ARGS.include:
-    __import__(module)
 
 import django  # noqa: E402
 
 django.setup()
+for module in ARGS.include:  # after setup, as in the worker
+    __import__(module)
 
 import redis  # noqa: E402
 from django.conf import settings  # noqa: E402
@@ -131,6 +133,9 @@ def machine_info():
         "acks_late": settings.CELERY_TASK_ACKS_LATE,
         "conn_max_age": settings.DATABASES["default"].get("CONN_MAX_AGE"),
         "conn_health_checks": settings.DATABASES["default"].get("CONN_HEALTH_CHECKS"),
+        "db_pool": settings.DATABASES["default"].get("OPTIONS", {}).get("pool"),
+        "celery_db_reuse_max": getattr(settings, "CELERY_DB_REUSE_MAX", None),
+        "loadavg_at_start": os.getloadavg(),
     }
 
 
@@ -173,6 +178,77 @@ def worker_tail(process, lines=30):
 
 
 # --- one phase -----------------------------------------------------------------------------
+
+
+# --- CPU accounting: where the machine's two CPUs went during a phase --------------------------
+
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _proc_stat(pid):
+    """(ppid, pgrp, utime+stime, cutime+cstime) in seconds, or None when the process is gone."""
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = raw[raw.rindex(")") + 2 :].split()
+    ppid, pgrp = int(fields[1]), int(fields[2])
+    utime, stime, cutime, cstime = (int(x) for x in fields[11:15])
+    return ppid, pgrp, (utime + stime) / TICK, (cutime + cstime) / TICK
+
+
+def _all_pids():
+    return [int(name) for name in os.listdir("/proc") if name.isdigit()]
+
+
+class CpuMeter:
+    """CPU seconds used by this process, the worker, our PostgreSQL, our Redis and everything else."""
+
+    def __init__(self, worker):
+        self.worker_pgid = worker.pid  # started in its own session: pgid == pid
+        with connection.cursor() as cursor:
+            cursor.execute("SHOW data_directory")
+            data_dir = Path(cursor.fetchone()[0])
+        try:
+            self.postmaster = int((data_dir / "postmaster.pid").read_text().split()[0])
+        except (OSError, ValueError):
+            self.postmaster = None
+        self.redis_pid = int(redis_store().info("server")["process_id"])
+
+    def sample(self):
+        times = os.times()
+        out = {"bench": times.user + times.system, "worker": 0.0, "postgres": 0.0, "redis": 0.0}
+        for pid in _all_pids():
+            st = _proc_stat(pid)
+            if st is None:
+                continue
+            ppid, pgrp, own, children = st
+            if pgrp == self.worker_pgid:
+                out["worker"] += own + (children if pid == self.worker_pgid else 0.0)
+            elif pid == self.postmaster:
+                out["postgres"] += own + children  # exited backends end up in the postmaster's children time
+            elif ppid == self.postmaster:
+                out["postgres"] += own
+            elif pid == self.redis_pid:
+                out["redis"] += own
+        cpu = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+        user, nice, system, idle, iowait, irq, softirq, steal = (int(x) / TICK for x in cpu[:8])
+        out["machine_busy"] = user + nice + system + irq + softirq
+        out["steal"] = steal
+        out["wall"] = time.monotonic()
+        return out
+
+    @staticmethod
+    def per_job(before, after, count):
+        """Microseconds of CPU per job for each part; `other` is the rest of the machine (other tenants)."""
+        delta = {k: after[k] - before[k] for k in after}
+        ours = delta["bench"] + delta["worker"] + delta["postgres"] + delta["redis"]
+        result = {k: round(delta[k] / count * 1e6) for k in ("bench", "worker", "postgres", "redis")}
+        result["total_ours"] = round(ours / count * 1e6)
+        result["other_processes"] = round(max(delta["machine_busy"] - ours, 0.0) / count * 1e6)
+        result["steal"] = round(delta["steal"] / count * 1e6)
+        result["machine_utilisation"] = round(delta["machine_busy"] / (delta["wall"] * os.cpu_count()), 3)
+        return result
 
 
 def reset(counter, count):
@@ -218,21 +294,26 @@ def pg_counters():
     """Server-side totals for the database: transactions and row operations on the job tables."""
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_stat_clear_snapshot()")
-        cursor.execute("SELECT xact_commit, xact_rollback FROM pg_stat_database WHERE datname = current_database()")
-        commits, rollbacks = cursor.fetchone()
+        cursor.execute(
+            "SELECT xact_commit, xact_rollback, sessions FROM pg_stat_database WHERE datname = current_database()"
+        )
+        commits, rollbacks, sessions = cursor.fetchone()
         cursor.execute(
             "SELECT coalesce(sum(n_tup_ins), 0), coalesce(sum(n_tup_upd), 0), coalesce(sum(n_tup_hot_upd), 0)"
             " FROM pg_stat_user_tables WHERE relname = ANY(%s)",
             [[Job._meta.db_table, JobAttempt._meta.db_table]],
         )
         inserts, updates, hot_updates = cursor.fetchone()
-    return {"commits": commits, "rollbacks": rollbacks, "inserts": inserts, "updates": updates, "hot_updates": hot_updates}
+    return {"connections": sessions, "commits": commits, "rollbacks": rollbacks,
+            "inserts": int(inserts), "updates": int(updates), "hot_updates": int(hot_updates)}  # fmt: skip
 
 
-def run_celery(count, worker):
+def run_celery(count, worker, meter):
     wait_idle()
     reset(bench.CELERY_COUNTER, count)
+    before_pg = pg_counters()
     task = bench.celery_noop
+    cpu_before = meter.sample()
     start = time.time()
     for _ in range(count):
         task.delay()
@@ -241,22 +322,27 @@ def run_celery(count, worker):
     if done < count:
         raise BenchError(f"bare celery: only {done}/{count} tasks ran (stalled {STALL_SECONDS}s)")
     end = float(redis_store().get(bench.end_key(bench.CELERY_COUNTER)))
+    cpu_after = meter.sample()
+    after_pg = pg_counters()
     return {
         "path": "celery",
         "count": count,
         "enqueue_seconds": published - start,
         "total_seconds": end - start,
         "rate": count / (end - start),
+        "cpu_us_per_op": CpuMeter.per_job(cpu_before, cpu_after, count),
+        "postgres_per_op": {k: round((after_pg[k] - before_pg[k]) / count, 2) for k in after_pg},
     }
 
 
-def run_jobs(count, worker, round_no):
+def run_jobs(count, worker, meter, round_no):
     wait_idle()
     truncate_jobs()
     reset(bench.JOBS_COUNTER, count)
     prefix = f"bench:r{round_no}:"
     before = pg_counters()
     enqueue = jobs.enqueue
+    cpu_before = meter.sample()
     start = time.time()
     for n in range(count):
         with transaction.atomic():  # one request's transaction per job; the run message goes at commit
@@ -270,6 +356,7 @@ def run_jobs(count, worker, round_no):
         if Job.objects.filter(status=Job.Status.RUNNING).count() == 0:
             break
         time.sleep(0.02)
+    cpu_after = meter.sample()
     after = pg_counters()
     check = verify_jobs(prefix, count)
     check["handler_runs"] = done
@@ -282,7 +369,8 @@ def run_jobs(count, worker, round_no):
         "total_seconds": end - start,
         "rate": count / (end - start) if end > start else 0.0,
         "check": check,
-        "postgres_per_job": {k: round((after[k] - before[k]) / count, 2) for k in after},
+        "cpu_us_per_op": CpuMeter.per_job(cpu_before, cpu_after, count),
+        "postgres_per_op": {k: round((after[k] - before[k]) / count, 2) for k in after},
     }
     return result
 
@@ -314,15 +402,20 @@ def verify_jobs(prefix, count):
 
 
 def profile(count):
-    """Queries and microseconds per job on each side, measured in this process.
+    """Queries and microseconds per job on each side, measured in this process with the worker stopped.
 
-    Enqueue side: exactly what run_jobs does (its run messages go to the
-    worker, which runs them). Worker side: jobs inserted without a run
-    message, then services.job_run here, preceded by what Celery's Django
-    fixup does before every task (close_if_unusable_or_obsolete, which makes
-    the next query pay a CONN_HEALTH_CHECKS `SELECT 1`). The worker is stopped
-    by then, so nothing competes for the CPUs; the run messages are purged after.
+    Enqueue side: exactly what run_jobs does (its run messages are purged
+    afterwards). Worker side: jobs inserted without a run message, then
+    services.job_run here, wrapped in what Celery's Django fixup does around
+    every task in a prefork worker (its close_database() before and after),
+    so connection handling is counted as in the worker.
     """
+    from types import SimpleNamespace
+
+    from celery.fixups.django import DjangoWorkerFixup
+
+    from config.celery import app
+
     truncate_jobs()
     out = {}
 
@@ -348,15 +441,19 @@ def profile(count):
             for n in range(count)
         )
     ]
+    fixup = DjangoWorkerFixup(app)
+    fixup.worker = SimpleNamespace(pool_cls="prefork")
+    sessions_before = pg_counters()["connections"]
     with CaptureQueriesContext(connection) as ctx:
         start = time.perf_counter()
         for job_id in ids:
-            connection.close_if_unusable_or_obsolete()  # Celery's task_prerun, as in the worker
+            fixup.close_database()  # task_prerun
             services.job_run(job_id=job_id)
-            connection.close_if_unusable_or_obsolete()  # task_postrun
+            fixup.close_database()  # task_postrun
         elapsed = time.perf_counter() - start
     out["job_run_us"] = elapsed / count * 1e6
     out["job_run_queries"] = summarize(ctx.captured_queries, count)
+    out["job_run_connections"] = round((pg_counters()["connections"] - sessions_before) / count, 2)
     broker().delete("celery")
     return out
 
@@ -373,7 +470,11 @@ def summarize(queries, count):
         elif kind == "INSERT":
             kind = f"INSERT {words[2].strip(chr(34))}"
         elif kind == "SELECT":
-            kind = "SELECT 1 (health check)" if sql.upper().startswith("SELECT 1") and "FROM" not in sql.upper() else "SELECT"
+            kind = (
+                "SELECT 1 (health check)"
+                if sql.upper().startswith("SELECT 1") and "FROM" not in sql.upper()
+                else "SELECT"
+            )
         kinds[kind] = kinds.get(kind, 0) + 1
     per_job = {k: round(v / count, 2) for k, v in sorted(kinds.items())}
     per_job["total"] = round(len(queries) / count, 2)
@@ -391,7 +492,9 @@ def print_table(rounds, summary):
             note = ""
             if res["path"] == "jobs":
                 c = res["check"]
-                note = "all succeeded, 1 attempt each" if c["ok"] else f"CHECK FAILED: {c['statuses']} {c['attempt_rows']}"
+                note = (
+                    "all succeeded, 1 attempt each" if c["ok"] else f"CHECK FAILED: {c['statuses']} {c['attempt_rows']}"
+                )
             print(
                 f"{r['round']:>5}  {res['path']:<7} {res['enqueue_seconds']:>10.2f} {res['total_seconds']:>9.2f}"
                 f" {res['rate']:>9.0f}  {note}"
@@ -399,7 +502,8 @@ def print_table(rounds, summary):
         print(f"{'':>5}  ratio jobs/celery this round: {r['ratio']:.3f}   (order: {' then '.join(r['order'])})")
     print()
     print(f"median rate: celery {summary['celery_rate']:.0f}/s, jobs {summary['jobs_rate']:.0f}/s")
-    print(f"ratio jobs/celery: {summary['ratio']:.3f}  (target >= {ARGS.target}: {'met' if summary['met'] else 'NOT met'})")
+    verdict = "met" if summary["met"] else "NOT met"
+    print(f"ratio jobs/celery: {summary['ratio']:.3f}  (target >= {ARGS.target}: {verdict})")
 
 
 def main():
@@ -414,6 +518,7 @@ def main():
     worker = start_worker()
     rounds, profile_out, failed = [], None, False
     try:
+        meter = CpuMeter(worker)
         # Ready when it has run a warm-up of both kinds (imports done, DB connections open in both children).
         t0 = time.monotonic()
         warm = max(ARGS.warmup, 1)
@@ -436,9 +541,9 @@ def main():
             for path in order:
                 print(f"round {round_no}: {path} x {ARGS.count} ...", flush=True)
                 if path == "celery":
-                    results.append(run_celery(ARGS.count, worker))
+                    results.append(run_celery(ARGS.count, worker, meter))
                 else:
-                    results.append(run_jobs(ARGS.count, worker, round_no))
+                    results.append(run_jobs(ARGS.count, worker, meter, round_no))
                     failed |= not results[-1]["check"]["ok"]
                 time.sleep(1)  # let the worker's acks and PostgreSQL's background writes settle
             by_path = {r["path"]: r for r in results}
@@ -455,7 +560,9 @@ def main():
         print(f"profile: {ARGS.profile_count} jobs in this process, worker stopped ...", flush=True)
         profile_out = profile(ARGS.profile_count)
 
-    celery_rate = statistics.median(r["results"][[x["path"] for x in r["results"]].index("celery")]["rate"] for r in rounds)
+    celery_rate = statistics.median(
+        r["results"][[x["path"] for x in r["results"]].index("celery")]["rate"] for r in rounds
+    )
     jobs_rate = statistics.median(r["results"][[x["path"] for x in r["results"]].index("jobs")]["rate"] for r in rounds)
     ratio = jobs_rate / celery_rate
     summary = {"celery_rate": celery_rate, "jobs_rate": jobs_rate, "ratio": ratio, "target": ARGS.target,
@@ -465,12 +572,24 @@ def main():
         print()
         print("in-process profile, one process, no contention (per job):")
         print(f"  celery .delay():          {profile_out['celery_delay_us']:7.0f} us")
-        print(f"  atomic() + enqueue:       {profile_out['enqueue_us']:7.0f} us  queries {profile_out['enqueue_queries']}")
-        print(f"  job_run (worker side):    {profile_out['job_run_us']:7.0f} us  queries {profile_out['job_run_queries']}")
+        print(
+            f"  atomic() + enqueue:       {profile_out['enqueue_us']:7.0f} us  queries {profile_out['enqueue_queries']}"
+        )
+        print(
+            f"  job_run (worker side):    {profile_out['job_run_us']:7.0f} us  queries {profile_out['job_run_queries']}"
+        )
+        print(f"  new PostgreSQL connections per job_run with Celery's per-task handling: "
+              f"{profile_out['job_run_connections']}")  # fmt: skip
+    print()
+    print("per op, measured during the phase (CPU in microseconds; other = the rest of the machine):")
     for r in rounds:
         for res in r["results"]:
-            if res["path"] == "jobs":
-                print(f"  round {r['round']} PostgreSQL per job (server counters): {res['postgres_per_job']}")
+            cpu = res["cpu_us_per_op"]
+            print(f"  round {r['round']} {res['path']:<6} CPU bench {cpu['bench']:>5} worker {cpu['worker']:>5}"
+                  f" postgres {cpu['postgres']:>5} redis {cpu['redis']:>4} = {cpu['total_ours']:>5};"
+                  f" other {cpu['other_processes']:>5} steal {cpu['steal']:>4};"
+                  f" machine busy {cpu['machine_utilisation']:.0%}")  # fmt: skip
+            print(f"  {'':>8}        PostgreSQL: {res['postgres_per_op']}")
 
     ARGS.results.parent.mkdir(parents=True, exist_ok=True)
     ARGS.results.write_text(json.dumps({
@@ -483,7 +602,9 @@ def main():
     }, indent=2, default=str) + "\n")  # fmt: skip
     print(f"\nwrote {ARGS.results.relative_to(ROOT) if ARGS.results.is_relative_to(ROOT) else ARGS.results}")
     if failed:
-        print("FAILED: some jobs did not succeed exactly once (see check above); the sweep was not run", file=sys.stderr)
+        print(
+            "FAILED: some jobs did not succeed exactly once (see check above); the sweep was not run", file=sys.stderr
+        )
         return 2
     return 0 if summary["met"] else 1
 

@@ -5,46 +5,98 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('tracking', '0001_initial'),
+        ("tracking", "0001_initial"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Lead',
+            name="Lead",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('channel', models.CharField(choices=[('web_form', 'web form'), ('email', 'Email')], default='web_form', max_length=16)),
-                ('first_name', models.CharField(blank=True, max_length=100)),
-                ('last_name', models.CharField(blank=True, max_length=100)),
-                ('email', models.EmailField(blank=True, db_index=True, max_length=254)),
-                ('phone', models.CharField(blank=True, max_length=32)),
-                ('company', models.CharField(blank=True, max_length=200)),
-                ('message', models.TextField(blank=True)),
-                ('service_type', models.CharField(blank=True, choices=[('diagnostic', 'Diagnostic'), ('strategic_advice', 'strategic advice'), ('dedicated_team', 'dedicated team'), ('technology_strategy', 'technology strategy'), ('process_automation', 'process automation')], max_length=32)),
-                ('steps', models.JSONField(blank=True, default=dict, help_text="The form's step answers.")),
-                ('source_page', models.URLField(blank=True, max_length=500)),
-                ('utm', models.JSONField(blank=True, default=dict)),
-                ('client_ip', models.GenericIPAddressField(blank=True, null=True)),
-                ('status', models.CharField(choices=[('lead', 'Lead'), ('spam', 'Spam'), ('vendor', 'Vendor')], default='lead', max_length=10)),
-                ('category', models.CharField(blank=True, choices=[('lead', 'Lead'), ('spam', 'Spam'), ('vendor', 'Vendor')], max_length=10)),
-                ('confidence', models.FloatField(blank=True, null=True)),
-                ('reasoning', models.TextField(blank=True)),
-                ('classified_by', models.CharField(blank=True, choices=[('llm', 'Llm'), ('rules', 'Rules'), ('staff', 'Staff')], max_length=10)),
-                ('pipedrive_state', models.CharField(choices=[('not_sent', 'not sent'), ('pending', 'Pending'), ('synced', 'Synced'), ('failed', 'Failed'), ('skipped', 'Skipped')], default='not_sent', max_length=10)),
-                ('pipedrive_person_id', models.PositiveBigIntegerField(blank=True, null=True)),
-                ('pipedrive_org_id', models.PositiveBigIntegerField(blank=True, null=True)),
-                ('pipedrive_lead_id', models.CharField(blank=True, max_length=64)),
-                ('preview_url', models.URLField(blank=True, max_length=500)),
-                ('created_at', models.DateTimeField(auto_now_add=True, db_index=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('store', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, to='tracking.store')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "channel",
+                    models.CharField(
+                        choices=[("web_form", "web form"), ("email", "Email")], default="web_form", max_length=16
+                    ),
+                ),
+                ("first_name", models.CharField(blank=True, max_length=100)),
+                ("last_name", models.CharField(blank=True, max_length=100)),
+                ("email", models.EmailField(blank=True, db_index=True, max_length=254)),
+                ("phone", models.CharField(blank=True, max_length=32)),
+                ("company", models.CharField(blank=True, max_length=200)),
+                ("message", models.TextField(blank=True)),
+                (
+                    "service_type",
+                    models.CharField(
+                        blank=True,
+                        choices=[
+                            ("diagnostic", "Diagnostic"),
+                            ("strategic_advice", "strategic advice"),
+                            ("dedicated_team", "dedicated team"),
+                            ("technology_strategy", "technology strategy"),
+                            ("process_automation", "process automation"),
+                        ],
+                        max_length=32,
+                    ),
+                ),
+                ("steps", models.JSONField(blank=True, default=dict, help_text="The form's step answers.")),
+                ("source_page", models.URLField(blank=True, max_length=500)),
+                ("utm", models.JSONField(blank=True, default=dict)),
+                ("client_ip", models.GenericIPAddressField(blank=True, null=True)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[("lead", "Lead"), ("spam", "Spam"), ("vendor", "Vendor")],
+                        default="lead",
+                        max_length=10,
+                    ),
+                ),
+                (
+                    "category",
+                    models.CharField(
+                        blank=True, choices=[("lead", "Lead"), ("spam", "Spam"), ("vendor", "Vendor")], max_length=10
+                    ),
+                ),
+                ("confidence", models.FloatField(blank=True, null=True)),
+                ("reasoning", models.TextField(blank=True)),
+                (
+                    "classified_by",
+                    models.CharField(
+                        blank=True, choices=[("llm", "Llm"), ("rules", "Rules"), ("staff", "Staff")], max_length=10
+                    ),
+                ),
+                (
+                    "pipedrive_state",
+                    models.CharField(
+                        choices=[
+                            ("not_sent", "not sent"),
+                            ("pending", "Pending"),
+                            ("synced", "Synced"),
+                            ("failed", "Failed"),
+                            ("skipped", "Skipped"),
+                        ],
+                        default="not_sent",
+                        max_length=10,
+                    ),
+                ),
+                ("pipedrive_person_id", models.PositiveBigIntegerField(blank=True, null=True)),
+                ("pipedrive_org_id", models.PositiveBigIntegerField(blank=True, null=True)),
+                ("pipedrive_lead_id", models.CharField(blank=True, max_length=64)),
+                ("preview_url", models.URLField(blank=True, max_length=500)),
+                ("created_at", models.DateTimeField(auto_now_add=True, db_index=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "store",
+                    models.ForeignKey(
+                        blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, to="tracking.store"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at'],
+                "ordering": ["-created_at"],
             },
         ),
     ]

@@ -4,25 +4,24 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('leadgen', '0002_sales_group'),
+        ("leadgen", "0002_sales_group"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='IdempotentRequest',
+            name="IdempotentRequest",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('scope', models.CharField(help_text='Which endpoint the key belongs to.', max_length=50)),
-                ('key', models.CharField(max_length=255)),
-                ('request_hash', models.CharField(help_text='sha256 of the request body.', max_length=64)),
-                ('response_status', models.PositiveSmallIntegerField()),
-                ('response_body', models.JSONField()),
-                ('created_at', models.DateTimeField(auto_now_add=True, db_index=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("scope", models.CharField(help_text="Which endpoint the key belongs to.", max_length=50)),
+                ("key", models.CharField(max_length=255)),
+                ("request_hash", models.CharField(help_text="sha256 of the request body.", max_length=64)),
+                ("response_status", models.PositiveSmallIntegerField()),
+                ("response_body", models.JSONField()),
+                ("created_at", models.DateTimeField(auto_now_add=True, db_index=True)),
             ],
             options={
-                'constraints': [models.UniqueConstraint(fields=('scope', 'key'), name='idempotent_request_unique_key')],
+                "constraints": [models.UniqueConstraint(fields=("scope", "key"), name="idempotent_request_unique_key")],
             },
         ),
     ]

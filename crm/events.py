@@ -1,0 +1,40 @@
+"""The LeadCreated event: when a lead may emit it, and what it carries.
+
+It is a durable job consumed by the lead processor (crm.handlers). The
+happy path (a poll) and the retry path (a parked lead) both emit it from the
+same capture, so they emit the same job: kind, key and payload. The payload
+is the lead's id only: the lead row is the record, and no personal data is
+copied into the job table.
+"""
+
+import structlog
+
+import jobs
+
+logger = structlog.get_logger(__name__)
+
+LEAD_CREATED = "crm.lead_created"
+
+
+def lead_created_missing_fields(lead) -> list[str]:
+    """The fields the processor needs that this lead lacks: the contact's key and the audit fields."""
+    required = {"phone": lead.phone, "franchise": lead.franchise, "account_id": lead.account_id, "store": lead.store_id}
+    return [name for name, value in required.items() if not value]
+
+
+def lead_created_key(lead_id: int, *, replay: str = "") -> str:
+    return f"{LEAD_CREATED}:{lead_id}" + (f":replay:{replay}" if replay else "")
+
+
+def lead_created_emit(*, lead, replay: str = ""):
+    """Enqueue LeadCreated in the caller's transaction, or log which fields are missing and do nothing.
+
+    Emitting twice for the same lead returns the first job; a `replay` label
+    makes a new one (the processor is idempotent, so a replay changes nothing
+    that is already right).
+    """
+    missing = lead_created_missing_fields(lead)
+    if missing:
+        logger.info("lead_created_skipped", lead_id=lead.pk, missing=missing)
+        return None
+    return jobs.enqueue(LEAD_CREATED, {"lead_id": lead.pk}, key=lead_created_key(lead.pk, replay=replay))

@@ -1,0 +1,153 @@
+"""Job handlers of web-form leads: Pipedrive, confirmation and decline emails, the sales alert.
+
+Each one loads the lead, is safe to run again (the job may be retried after a
+partial success) and leaves retry decisions to the job layer.
+"""
+
+from urllib.parse import quote
+
+import structlog
+from django.conf import settings
+from django.core.cache import cache
+from django.core.mail import EmailMultiAlternatives
+from django.db import transaction
+from django.template.loader import render_to_string
+from django.urls import reverse
+
+import jobs
+from integrations import clickup, pipedrive
+from integrations.mail import send_message
+from jobs import PermanentError, SkipJob, TransientError
+from leadgen.models import Lead
+from leadgen.routing import route_for
+
+logger = structlog.get_logger(__name__)
+
+SMART_BCC_CACHE_KEY = "pipedrive:smart_bcc"
+SMART_BCC_CACHE_SECONDS = 24 * 3600
+
+
+def _lead(job) -> Lead:
+    try:
+        return Lead.objects.get(pk=job.payload["lead_id"])
+    except Lead.DoesNotExist as exc:
+        raise PermanentError("the lead no longer exists") from exc
+
+
+def _steps_for_display(lead: Lead) -> list[tuple[str, str]]:
+    return [(q, ", ".join(a) if isinstance(a, list) else str(a)) for q, a in lead.steps.items()]
+
+
+@jobs.handler("leadgen.pipedrive_sync")
+def pipedrive_sync(job):
+    """Person and organization (found or created), then the lead; ids are saved as soon as known."""
+    lead = _lead(job)
+    client = pipedrive.client_from_settings()
+    if client is None:
+        Lead.objects.filter(pk=lead.pk).update(pipedrive_state=Lead.PipedriveState.SKIPPED)
+        raise SkipJob("not configured: PIPEDRIVE_API_TOKEN is empty")
+    try:
+        _pipedrive_deliver(client, lead)
+    except (TransientError, PermanentError) as exc:
+        if isinstance(exc, PermanentError) or job.attempts >= job.max_attempts:
+            Lead.objects.filter(pk=lead.pk).update(pipedrive_state=Lead.PipedriveState.FAILED)
+        raise
+
+
+def _pipedrive_deliver(client, lead: Lead) -> None:
+    if lead.pipedrive_lead_id:
+        return  # created by an earlier attempt whose note job is already queued
+    name = f"{lead.first_name} {lead.last_name}".strip() or lead.email
+    org_id = lead.pipedrive_org_id
+    if org_id is None and lead.company:
+        org_id = client.find_or_create_organization(name=lead.company)
+        Lead.objects.filter(pk=lead.pk).update(pipedrive_org_id=org_id)
+    person_id = lead.pipedrive_person_id or client.find_or_create_person(
+        name=name, email=lead.email, phone=lead.phone or None, org_id=org_id
+    )
+    Lead.objects.filter(pk=lead.pk).update(pipedrive_person_id=person_id)
+    route = route_for(lead.service_type)
+    created = client.create_lead(title=f"{route.label}: {name}", person_id=person_id, organization_id=org_id)
+    with transaction.atomic():
+        Lead.objects.filter(pk=lead.pk).update(
+            pipedrive_lead_id=created.id,
+            pipedrive_cc_email=created.cc_email or "",
+            pipedrive_state=Lead.PipedriveState.SYNCED,
+        )
+        jobs.enqueue("leadgen.pipedrive_note", {"lead_id": lead.pk}, key=f"leadgen.pipedrive_note:{lead.pk}")
+
+
+@jobs.handler("leadgen.pipedrive_note")
+def pipedrive_note(job):
+    lead = _lead(job)
+    client = pipedrive.client_from_settings()
+    if client is None:
+        raise SkipJob("not configured: PIPEDRIVE_API_TOKEN is empty")
+    content = render_to_string(
+        f"leadgen/notes/{route_for(lead.service_type).note_template}.html",
+        {"lead": lead, "steps": _steps_for_display(lead)},
+    )
+    client.add_note_to_lead(lead_id=lead.pipedrive_lead_id, content=content)
+
+
+def _smart_bcc(lead: Lead) -> list[str]:
+    """The lead's own Smart BCC address, else the company-wide one, so Pipedrive logs our email."""
+    if lead.pipedrive_cc_email:
+        return [lead.pipedrive_cc_email]
+    client = pipedrive.client_from_settings()
+    if client is None:
+        return []
+    address = cache.get(SMART_BCC_CACHE_KEY)
+    if address is None:
+        address = client.smart_bcc_address()
+        cache.set(SMART_BCC_CACHE_KEY, address, SMART_BCC_CACHE_SECONDS)
+    return [address]
+
+
+def _send_lead_email(lead: Lead, *, template: str, subject: str, bcc: list[str]) -> None:
+    context = {"lead": lead, "site_url": settings.SITE_URL}
+    message = EmailMultiAlternatives(
+        subject=subject, body=render_to_string(f"emails/{template}.txt", context), to=[lead.email], bcc=bcc
+    )
+    message.attach_alternative(render_to_string(f"emails/{template}.html", context), "text/html")
+    send_message(message)
+
+
+@jobs.handler("leadgen.confirmation_email")
+def confirmation_email(job):
+    lead = _lead(job)
+    route = route_for(lead.service_type)
+    _send_lead_email(lead, template=route.email_template, subject=route.email_subject, bcc=_smart_bcc(lead))
+
+
+@jobs.handler("leadgen.vendor_decline_email")
+def vendor_decline_email(job):
+    # Not copied to Pipedrive: vendors are not contacts of ours.
+    _send_lead_email(_lead(job), template="vendor_decline", subject="Thank you for reaching out", bcc=[])
+
+
+def whatsapp_url(phone: str) -> str:
+    """wa.me takes the number in international format, digits only."""
+    return f"https://wa.me/{quote(''.join(ch for ch in phone if ch.isdigit()))}" if phone else ""
+
+
+@jobs.handler("leadgen.lead_alert")
+def lead_alert(job):
+    """Tell sales at once. Only an alert: the follow-up cadence is owned elsewhere."""
+    lead = _lead(job)
+    client = clickup.client_from_settings()
+    if client is None:
+        raise SkipJob("not configured: CLICKUP_API_TOKEN / CLICKUP_LIST_ID are empty")
+    route = route_for(lead.service_type)
+    body = render_to_string(
+        "leadgen/alerts/lead_alert.md",
+        {
+            "lead": lead,
+            "route": route,
+            "whatsapp_url": whatsapp_url(lead.phone),
+            "admin_url": settings.SITE_URL.rstrip("/") + reverse("admin:leadgen_lead_change", args=[lead.pk]),
+        },
+    )
+    name = f"{route.alert_heading}: {lead.first_name} {lead.last_name}".strip()
+    task = client.create_task(name=name, markdown_content=body, priority=clickup.Priority.URGENT, tags=("lead-alert",))
+    logger.info("lead_alert_sent", lead_id=lead.pk, task_id=task.id)

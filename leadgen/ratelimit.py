@@ -1,0 +1,103 @@
+"""Dual-bucket rate limit for prototype-eligible leads: one bucket per email, one per client IP.
+
+Each bucket has an in-progress hold (a prototype is being generated: parallel
+requests are refused) and a count of completed prototypes per window. A hold
+is taken at intake; a completed prototype consumes quota and drops the hold; a
+failed one only drops the hold. State lives in the shared cache; `cache.add`
+makes taking a hold atomic across processes.
+"""
+
+import hashlib
+import time
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.core.cache import cache
+
+
+@dataclass(frozen=True)
+class BucketState:
+    in_progress: bool
+    used: int
+    limit: int
+    retry_after: int | None  # seconds until this bucket would accept a new prototype
+
+    @property
+    def blocked(self) -> bool:
+        return self.retry_after is not None
+
+
+@dataclass(frozen=True)
+class BucketRefusal:
+    code: str  # prototype_in_progress | prototype_quota_exceeded
+    bucket: str  # email | ip
+    retry_after: int
+
+
+def _bucket_key(bucket: str, identifier: str, part: str) -> str:
+    # Hashed: cache keys must not carry emails or IPs in the clear.
+    digest = hashlib.sha256(identifier.strip().lower().encode()).hexdigest()[:32]
+    return f"leads:prototype:{bucket}:{digest}:{part}"
+
+
+def _identifiers(*, email: str | None, ip: str | None) -> list[tuple[str, str]]:
+    return [(bucket, value) for bucket, value in (("email", email), ("ip", ip)) if value]
+
+
+def _state(bucket: str, identifier: str, now: float) -> BucketState:
+    values = cache.get_many([_bucket_key(bucket, identifier, part) for part in ("hold", "count", "window_ends")])
+    hold_ends = values.get(_bucket_key(bucket, identifier, "hold"))
+    used = values.get(_bucket_key(bucket, identifier, "count"), 0)
+    window_ends = values.get(_bucket_key(bucket, identifier, "window_ends"))
+    limit = settings.LEADS_PROTOTYPE_QUOTA
+    retry_after = None
+    if hold_ends and hold_ends > now:
+        retry_after = int(hold_ends - now) + 1
+    elif used >= limit and window_ends:
+        retry_after = int(window_ends - now) + 1
+    return BucketState(in_progress=bool(hold_ends and hold_ends > now), used=used, limit=limit, retry_after=retry_after)
+
+
+def prototype_buckets_state(*, email: str | None, ip: str | None) -> dict[str, BucketState]:
+    now = time.time()
+    return {bucket: _state(bucket, value, now) for bucket, value in _identifiers(email=email, ip=ip)}
+
+
+def prototype_buckets_hold(*, email: str | None, ip: str | None) -> BucketRefusal | None:
+    """Take the in-progress hold on both buckets, or neither; returns why not when refused."""
+    now = time.time()
+    hold_seconds = settings.LEADS_PROTOTYPE_HOLD_SECONDS
+    taken = []
+    for bucket, value in _identifiers(email=email, ip=ip):
+        state = _state(bucket, value, now)
+        if state.used >= state.limit and state.retry_after:
+            refusal = BucketRefusal("prototype_quota_exceeded", bucket, state.retry_after)
+        elif cache.add(_bucket_key(bucket, value, "hold"), now + hold_seconds, hold_seconds):
+            taken.append((bucket, value))
+            continue
+        else:
+            refusal = BucketRefusal("prototype_in_progress", bucket, state.retry_after or hold_seconds)
+        cache.delete_many([_bucket_key(b, v, "hold") for b, v in taken])
+        return refusal
+    return None
+
+
+def prototype_buckets_release(*, email: str | None, ip: str | None) -> None:
+    """A prototype failed or never started: drop the hold, keep the quota."""
+    cache.delete_many([_bucket_key(bucket, value, "hold") for bucket, value in _identifiers(email=email, ip=ip)])
+
+
+def prototype_buckets_consume(*, email: str | None, ip: str | None) -> None:
+    """A prototype completed: count it against both buckets' quota and drop the hold."""
+    window = settings.LEADS_PROTOTYPE_WINDOW_SECONDS
+    for bucket, value in _identifiers(email=email, ip=ip):
+        count_key = _bucket_key(bucket, value, "count")
+        if cache.add(count_key, 1, window):
+            cache.set(_bucket_key(bucket, value, "window_ends"), time.time() + window, window)
+        else:
+            try:
+                cache.incr(count_key)
+            except ValueError:  # the window expired between add and incr
+                cache.add(count_key, 1, window)
+                cache.set(_bucket_key(bucket, value, "window_ends"), time.time() + window, window)
+    prototype_buckets_release(email=email, ip=ip)

@@ -1,0 +1,34 @@
+"""Job handlers of email lead tracking: a mailbox poll, and the retry processor for parked leads."""
+
+import pybreaker
+from django.conf import settings
+from django.db import DatabaseError
+
+from jobs import PermanentError, TransientError, handler
+from tracking import services
+from tracking.errors import describe_db_error
+from tracking.selectors import mailbox_settings
+
+
+@handler(services.POLL_KIND)
+def poll_mailbox(job):
+    try:
+        mailbox = mailbox_settings(job.payload["mailbox"])
+    except LookupError as exc:
+        raise PermanentError(str(exc)) from exc
+    services.mailbox_poll(mailbox=mailbox, time_budget=settings.IMAP_POLL_TIME_BUDGET_SECONDS)
+
+
+@handler(services.LEAD_RETRY_KIND)
+def retry_parked_lead(job):
+    """Write a parked lead; on the last failed attempt the job layer dead-letters it and alerts."""
+    try:
+        services.email_lead_retry(payload=job.payload)
+    except pybreaker.CircuitBreakerError as exc:
+        raise TransientError(
+            "lead writes paused: the circuit breaker is open", retry_after=services.lead_write_breaker_reopens_in()
+        ) from exc
+    except DatabaseError as exc:
+        raise TransientError(
+            f"lead write failed: {describe_db_error(exc)}", retry_after=settings.LEAD_RETRY_DELAY_SECONDS
+        ) from exc
