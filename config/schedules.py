@@ -12,6 +12,10 @@ PERIODIC_TASKS = {
         "task": "jobs.sweep",
         "every_seconds": settings.JOBS_SWEEP_SECONDS,
     },
+    "leads: forget expired idempotency keys": {
+        "task": "leadgen.purge_idempotency_keys",
+        "every_seconds": 3600,
+    },
     "tracking: poll lead mailboxes": {
         "task": "tracking.poll_mailboxes",
         "every_seconds": settings.IMAP_POLL_SECONDS,

@@ -42,6 +42,7 @@ INSTALLED_APPS = [
     "anymail",
     "channels",
     "django_structlog",
+    "health_check",
     "jobs",
     "integrations",
     "leadgen",

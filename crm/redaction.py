@@ -330,7 +330,11 @@ def _phones(text: str) -> Iterator[Span]:
     # is not read as the Washington number 202-400-0123.
     matcher = phonenumbers.PhoneNumberMatcher(text, PHONE_REGION, leniency=phonenumbers.Leniency.STRICT_GROUPING)
     for match in matcher:
-        yield match.start, match.end
+        raw = match.raw_string
+        # The matcher takes an opening bracket that wraps the whole number, as in
+        # "(+44 20 7946 0958)"; it belongs to the prose, like the closing one it leaves.
+        skip = len(raw) - len(raw[1:].lstrip()) if raw.startswith("(") and ")" not in raw else 0
+        yield match.start + skip, match.end
 
 
 # --- Long random-looking strings ----------------------------------------------------------

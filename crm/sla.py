@@ -27,12 +27,14 @@ def past_quiet_hours(moment: datetime, *, zone: ZoneInfo, start: time, end: time
         return moment
     resume_day = local.date() + timedelta(days=1) if start > end and wall >= start else local.date()
     # A resume time the clocks skip that day is read with the offset before the change: 02:30 becomes 03:30.
-    resume = datetime.combine(resume_day, end, tzinfo=zone)
-    if resume < moment:
+    resume = datetime.combine(resume_day, end, tzinfo=zone).astimezone(UTC)
+    if resume < moment.astimezone(UTC):
         # A resume time the clocks pass twice that day, and `moment` is in the second pass: the second one.
-        resume = resume.replace(fold=1)
-    return resume.astimezone(UTC)
+        resume = datetime.combine(resume_day, end.replace(fold=1), tzinfo=zone).astimezone(UTC)
+    return resume
 
 
 def outreach_due_at(*, arrived_at: datetime, sla_minutes: int, zone: ZoneInfo, start: time, end: time) -> datetime:
-    return past_quiet_hours(arrived_at + timedelta(minutes=sla_minutes), zone=zone, start=start, end=end)
+    # In UTC: adding to a local time would add wall-clock minutes, wrong across a clock change.
+    due = arrived_at.astimezone(UTC) + timedelta(minutes=sla_minutes)
+    return past_quiet_hours(due, zone=zone, start=start, end=end)

@@ -154,7 +154,11 @@ class LeadLookupView(APIView):
         operation_id="leads_lookup",
         parameters=[
             OpenApiParameter(
-                "X-Chat-Api-Key", OpenApiTypes.STR, OpenApiParameter.HEADER, required=True, description=CHAT_KEY_DESCRIPTION
+                "X-Chat-Api-Key",
+                OpenApiTypes.STR,
+                OpenApiParameter.HEADER,
+                required=True,
+                description=CHAT_KEY_DESCRIPTION,
             ),
             OpenApiParameter("X-User-IP", OpenApiTypes.STR, OpenApiParameter.HEADER),
             OpenApiParameter("email", OpenApiTypes.EMAIL, required=True),

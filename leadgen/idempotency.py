@@ -34,10 +34,19 @@ def body_hash(raw: bytes) -> str:
     return hashlib.sha256(raw).hexdigest()
 
 
+def _expired_before():
+    return timezone.now() - timedelta(seconds=settings.LEADS_IDEMPOTENCY_TTL_SECONDS)
+
+
+def idempotency_purge_expired() -> int:
+    """Drop records past the TTL; the hourly beat task keeps the table small."""
+    deleted, _ = IdempotentRequest.objects.filter(created_at__lt=_expired_before()).delete()
+    return deleted
+
+
 def idempotency_reserve(*, scope: str, key: str, request_hash: str) -> Replay | None:
     """Reserve `key`; returns the stored response to replay, or None when this request should run."""
-    expired_before = timezone.now() - timedelta(seconds=settings.LEADS_IDEMPOTENCY_TTL_SECONDS)
-    IdempotentRequest.objects.filter(scope=scope, key=key, created_at__lt=expired_before).delete()
+    IdempotentRequest.objects.filter(scope=scope, key=key, created_at__lt=_expired_before()).delete()
     try:
         with transaction.atomic():
             IdempotentRequest.objects.create(

@@ -10,6 +10,7 @@ from django.utils import timezone
 
 import jobs
 from integrations import llm, recaptcha
+from jobs.models import Job
 from jobs.services import jobs_replay
 from leadgen.models import Lead
 from leadgen.ratelimit import prototype_buckets_hold, prototype_buckets_release
@@ -164,12 +165,16 @@ def lead_reclassify(*, lead: Lead, dry_run: bool = False) -> tuple[str, str]:
 
 @transaction.atomic
 def lead_resync_pipedrive(*, lead: Lead, actor: str) -> bool:
-    """Send a lead to Pipedrive again after a failure; a synced lead is left alone. True when queued."""
+    """Send a lead to Pipedrive again after a failure. True when this call queued something new."""
     if lead.status != Lead.Status.LEAD or lead.pipedrive_state == Lead.PipedriveState.SYNCED:
         return False
-    job = jobs.enqueue("leadgen.pipedrive_sync", {"lead_id": lead.pk}, key=f"leadgen.pipedrive_sync:{lead.pk}")
-    replayed = job.status in (job.Status.DEAD, job.Status.SKIPPED) and jobs_replay(job_ids=[job.pk], actor=actor) > 0
-    queued = replayed or job.status in (job.Status.PENDING, job.Status.RUNNING)
-    if queued:
-        Lead.objects.filter(pk=lead.pk).update(pipedrive_state=Lead.PipedriveState.PENDING, updated_at=timezone.now())
-    return queued
+    key = f"leadgen.pipedrive_sync:{lead.pk}"
+    existing = Job.objects.filter(key=key).first()
+    if existing is None:
+        jobs.enqueue("leadgen.pipedrive_sync", {"lead_id": lead.pk}, key=key)
+    elif existing.status not in (Job.Status.DEAD, Job.Status.SKIPPED) or not jobs_replay(
+        job_ids=[existing.pk], actor=actor
+    ):
+        return False  # already on its way (or done)
+    Lead.objects.filter(pk=lead.pk).update(pipedrive_state=Lead.PipedriveState.PENDING, updated_at=timezone.now())
+    return True

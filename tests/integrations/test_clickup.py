@@ -108,7 +108,7 @@ def test_client_errors_are_permanent(clickup, httpserver, status, error):
 @pytest.mark.parametrize("status", [429, 500, 503])
 def test_rate_limits_and_server_errors_are_transient(clickup, httpserver, status):
     httpserver.expect_request(TASK_PATH).respond_with_json(
-        {"err": "Rate limit reached", "ECODE": "APP_002"},
+        {"err": "Rate limit exceeded"},
         status=status,
         headers={"X-RateLimit-Limit": "100", "X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "1764546672"},
     )

@@ -2,12 +2,12 @@
 
 import pytest
 import schemathesis
-from schemathesis.checks import positive_data_acceptance
 from django.core.cache import cache
 from django.core.signals import request_finished, request_started
 from django.db import close_old_connections
 from hypothesis import HealthCheck, settings
 from rest_framework.throttling import ScopedRateThrottle
+from schemathesis.checks import positive_data_acceptance
 
 from config.wsgi import application
 

@@ -5,6 +5,7 @@ import time
 from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 from rest_framework.throttling import ScopedRateThrottle
 from werkzeug import Response
 
@@ -12,6 +13,7 @@ from chat.models import ChatSession
 from jobs.models import Job
 from leadgen.models import IdempotentRequest, Lead
 from leadgen.ratelimit import prototype_buckets_consume
+from leadgen.tasks import purge_idempotency_keys
 
 pytestmark = pytest.mark.django_db
 
@@ -350,3 +352,11 @@ def test_a_malformed_visitor_ip_from_the_chat_agent_is_a_400(client):
     assert response.status_code == 400
     assert "X-User-IP" in response.json()["error"]["fields"]
     assert lookup(client, email="a@example.com", headers={"HTTP_X_USER_IP": "999.1.1.1"}).status_code == 400
+
+
+def test_expired_idempotency_records_are_purged(client):
+    post_lead(client, submission(), HTTP_IDEMPOTENCY_KEY="old")
+    post_lead(client, submission(email="grace@compilers.example"), HTTP_IDEMPOTENCY_KEY="new")
+    IdempotentRequest.objects.filter(key="old").update(created_at=timezone.now() - timedelta(hours=25))
+    assert purge_idempotency_keys() == 1
+    assert list(IdempotentRequest.objects.values_list("key", flat=True)) == ["new"]

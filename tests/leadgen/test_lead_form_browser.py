@@ -234,3 +234,17 @@ def test_with_a_site_key_the_form_sends_a_recaptcha_token_the_server_verifies(br
     [(verify, _)] = httpserver.log
     assert verify.form["response"] == "token-for-site-key-lead_form"
     assert Lead.objects.count() == 1
+
+
+def test_a_ready_prototype_is_linked_from_the_thank_you(browser_page):
+    page = browser_page
+    answer = {"leadId": 7, "previewUrl": "https://v0.example/7", "pipedrive": {"status": "pending", "leadId": None}}
+    page.route("**/api/leads", lambda route: route.fulfill(json=answer))
+    page.goto("/")
+    choose_service(page, "Process automation")
+    page.get_by_role("button", name="Next").click()
+    fill_contact(page)
+    page.get_by_role("button", name="Send request").click()
+
+    expect_success(page)
+    expect(page.get_by_role("link", name="View your prototype")).to_have_attribute("href", answer["previewUrl"])
