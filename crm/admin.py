@@ -116,10 +116,10 @@ class TaskAdmin(admin.ModelAdmin):
 
     @admin.display(description="due", ordering="due_at")
     def due_display(self, obj):
-        local = timezone.localtime(obj.due_at)
+        due = f"{timezone.localtime(obj.due_at):%Y-%m-%d %H:%M}"
         if obj.is_overdue:
-            return format_html('<b class="overdue" style="color:#ba2121">{:%Y-%m-%d %H:%M} overdue</b>', local)
-        return format_html("{:%Y-%m-%d %H:%M}", local)
+            return format_html('<b class="overdue" style="color:#ba2121">{} overdue</b>', due)
+        return due
 
     @admin.action(description="Mark selected tasks done", permissions=["change"])
     def mark_done(self, request, queryset):

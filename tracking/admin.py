@@ -1,6 +1,7 @@
 import os
 
 from django.contrib import admin
+from django.utils import timezone
 from django.utils.html import format_html
 
 from jobs.selectors import jobs_for_key_prefix
@@ -33,7 +34,7 @@ class MailboxAdmin(admin.ModelAdmin):
         job = jobs_for_key_prefix(f"{POLL_KIND}:{obj.name}:").order_by("-created_at").first()
         if job is None:
             return "—"
-        return format_html("{} ({:%Y-%m-%d %H:%M})", job.status, job.created_at)
+        return f"{job.status} ({timezone.localtime(job.created_at):%Y-%m-%d %H:%M})"
 
 
 @admin.register(EmailLead)

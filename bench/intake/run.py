@@ -59,6 +59,16 @@ def parse_args():
     parser.add_argument("--target-ratio", type=float, default=0.6, help="scenario 1 target (default 0.6)")
     parser.add_argument("--target-rate", type=float, default=100.0, help="scenario 2 target, leads/s (default 100)")
     parser.add_argument("--scenarios", default="1,2", help="which scenarios to run (default 1,2)")
+    parser.add_argument("--daphne-procs", type=int, default=1,
+                        help="daphne processes, each on its own port; clients are spread over them like a load "
+                             "balancer would (default 1)")  # fmt: skip
+    parser.add_argument("--experiments", default="",
+                        help="comma-separated bench/intake/experiments.py names, for daphne and the in-process "
+                             "profile (default none)")  # fmt: skip
+    parser.add_argument("--profile-count", type=int, default=100,
+                        help="requests per endpoint for the in-process CPU breakdown after the load (0: skip)")
+    parser.add_argument("--py-spy", action="store_true",
+                        help="record each measured window of the first daphne with py-spy (if installed) to out/")
     parser.add_argument(
         "--daphne-env",
         action="append",
@@ -71,6 +81,33 @@ def parse_args():
 
 
 ARGS = parse_args()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+FAKE_PORT = free_port()
+FAKE_URL = f"http://127.0.0.1:{FAKE_PORT}"
+# The daphne processes and this one (migrations, row checks, in-process profile) see the same configuration.
+BENCH_ENV = {
+    "DJANGO_SETTINGS_MODULE": "bench.intake.settings",
+    "PYTHONPATH": str(ROOT),
+    "LLM_BASE_URL": f"{FAKE_URL}/v1",
+    "LLM_API_KEY": "bench-key",
+    "LLM_MODEL": "bench-model",
+    "RECAPTCHA_SECRET_KEY": "",  # reCAPTCHA off (unconfigured), as with DEBUG or the trusted chat client
+    # Throttling on, as in production, but never refusing. A one-second window: every request comes from
+    # 127.0.0.1, and DRF keeps one timestamp per request of the window in the cached history (at 30/min
+    # a real visitor's history holds at most 30).
+    "LEADS_THROTTLE_RATE": "1000000/s",
+    "LOG_LEVEL": "WARNING",
+    "DEBUG": "false",
+    "BENCH_EXPERIMENTS": ARGS.experiments,
+}
+os.environ.update(BENCH_ENV)
 
 import django  # noqa: E402
 
@@ -89,12 +126,6 @@ from leadgen.models import Lead  # noqa: E402
 
 class BenchError(Exception):
     pass
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def check_environment():
