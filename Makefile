@@ -12,7 +12,7 @@ PIP := $(BIN)/python -m pip --disable-pip-version-check
 PORT ?= 8000
 PYTEST_ARGS ?=
 
-.PHONY: help .venv install install-dev run test lint bench-jobs clean
+.PHONY: help .venv install install-dev run test lint bench-jobs bench-redaction clean
 
 help:
 	@echo "make install      runtime venv (.venv, requirements.txt)"
@@ -21,6 +21,8 @@ help:
 	@echo "make test         ruff, system packages, pytest with throwaway PostgreSQL + Redis (PYTEST_ARGS=...)"
 	@echo "make lint         ruff check"
 	@echo "make bench-jobs   jobs benchmark with throwaway PostgreSQL + Redis"
+	@echo "make bench-intake POST /api/leads vs a bare insert on daphne, throwaway PostgreSQL + Redis"
+	@echo "make bench-redaction  redaction recall/precision/speed against Presidio and scrubadub"
 	@echo "make clean        remove var/ and caches (keeps .venv)"
 
 # --- virtualenv: pip runs again only when a requirements file changed ------------------
@@ -68,6 +70,15 @@ test: install-dev
 bench-jobs: install-dev
 	scripts/install-system-deps
 	scripts/with-services $(BIN)/python bench/jobs/run.py
+
+bench-intake: install-dev
+	$(PIP) install -r requirements-bench.txt
+	scripts/install-system-deps
+	scripts/with-services $(BIN)/python bench/intake/run.py
+
+bench-redaction: install-dev
+	$(PIP) install -r requirements-bench.txt
+	$(BIN)/python bench/tracking/redaction/run.py
 
 clean:
 	rm -rf var/ .pytest_cache/ .ruff_cache/ .hypothesis/

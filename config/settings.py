@@ -343,3 +343,16 @@ LEAD_RETRY_DELAY_SECONDS = env.int("LEAD_RETRY_DELAY_SECONDS", default=120)
 LEAD_OUTREACH_SLA_MINUTES = env.int("LEAD_OUTREACH_SLA_MINUTES", default=5)
 # imapclient logs protocol lines, message bodies included, at DEBUG: personal data stays out of logs.
 LOGGING["loggers"]["imapclient"] = {"level": "WARNING"}
+
+# --- First-party capture and CRM delivery (issue 5 parts) ---------------------------
+CRM_WEBHOOK_URL = env.str("CRM_WEBHOOK_URL", default="")  # empty: profile delivery is off
+CRM_SIGNING_SECRET = env.str("CRM_SIGNING_SECRET", default="")  # whsec_<base64>; empty: unsigned
+KAPA_API_URL = env.str("KAPA_API_URL", default="https://api.kapa.ai")
+KAPA_API_KEY = env.str("KAPA_API_KEY", default="")  # empty: Kapa engagement is not fetched
+KAPA_PROJECT_ID = env.str("KAPA_PROJECT_ID", default="")
+# Must equal the salt the docs site mints Kapa sessions with: changing it orphans every user's history.
+KAPA_OWNER_SALT = env.str("KAPA_OWNER_SALT", default="")
+# Names counted in Kapa questions, whole word and case-insensitive; "Kafka" is always dropped.
+KAPA_COMPETITORS = env.list(
+    "KAPA_COMPETITORS", default=["Confluent", "WarpStream", "Amazon MSK", "Aiven", "Pulsar", "Kinesis", "AutoMQ"]
+)

@@ -6,7 +6,7 @@ from crm import services
 from crm.events import LEAD_CREATED
 from jobs import PermanentError, TransientError, handler
 from leadgen.models import Lead
-from tracking.errors import describe_db_error
+from tracking.db import describe_db_error
 
 
 @handler(LEAD_CREATED)

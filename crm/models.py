@@ -95,6 +95,7 @@ class Task(models.Model):
                 fields=["contact", "type_category"],
                 condition=Q(status="pending"),
                 name="uq_tasks_pending_contact_category",
+                violation_error_message="This contact already has a pending task of this type.",
             ),
         ]
 

@@ -39,6 +39,7 @@ Django-free on purpose: the benchmark in bench/tracking/ imports it bare.
 """
 
 import ipaddress
+import itertools
 import math
 import re
 from collections import Counter
@@ -103,6 +104,11 @@ def _blank_out(text: str, findings: list[Finding]) -> str:
     return "".join(chars)
 
 
+# Cheap tests let a detector skip its full pattern on text that cannot hold its kind:
+# most free text has no "@", no "=", no run of four digits.
+_FOUR_DIGITS = re.compile(r"\d{4}")
+
+
 def _checked_matches(pattern: re.Pattern, text: str, is_valid: Callable[[re.Match], bool]) -> Iterator[re.Match]:
     """Matches that pass is_valid. A rejected candidate consumes nothing: the search resumes
     one character later, so "001-01-0001 2000 0000 0000 0006" still finds the card that
@@ -118,10 +124,13 @@ def _checked_matches(pattern: re.Pattern, text: str, is_valid: Callable[[re.Matc
 
 # --- URL credentials ----------------------------------------------------------------------
 # Greedy up to the last "@" before the path, so a raw "@" inside a password is covered too.
-_URL_USERINFO = re.compile(r"\b[a-z][a-z0-9+.-]*://(?P<userinfo>[^\s/?#\[\]\x00]+)@(?=[^\s/?#@\x00]*[a-z0-9])", re.I)
+# The host starts with a letter or digit, or is an IPv6 literal: never a placeholder.
+_URL_USERINFO = re.compile(r"\b[a-z][a-z0-9+.-]*://(?P<userinfo>[^\s/?#\[\]\x00]+)@(?=[a-z0-9]|\[[0-9a-f:.]+\])", re.I)
 
 
 def _url_credentials(text: str) -> Iterator[Span]:
+    if "@" not in text:
+        return
     for match in _URL_USERINFO.finditer(text):
         yield match.span("userinfo")
 
@@ -138,6 +147,8 @@ _BEARER = re.compile(r"\bbearer\s+(?P<value>(?=[\w\-.~+/]*\d)[\w\-.~+/]{8,}=*)",
 
 
 def _authorization_values(text: str) -> Iterator[Span]:
+    if "authorization" not in text.lower():
+        return
     for match in _checked_matches(_AUTHORIZATION, text, _is_credential):
         yield match.span("value")
 
@@ -148,6 +159,8 @@ def _is_credential(match: re.Match) -> bool:
 
 
 def _bearer_tokens(text: str) -> Iterator[Span]:
+    if "bearer" not in text.lower():
+        return
     for match in _BEARER.finditer(text):
         yield match.span("value")
 
@@ -178,7 +191,7 @@ def _known_tokens(text: str) -> Iterator[Span]:
 
 # --- PEM private keys ---------------------------------------------------------------------
 _PRIVATE_KEY = re.compile(
-    r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----[^\x00]*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----"
+    r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----[^\x00\[\]]*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----"
 )
 
 
@@ -188,14 +201,19 @@ def _private_keys(text: str) -> Iterator[Span]:
 
 
 # --- key=value / key: value secrets -------------------------------------------------------
+# The key ends with one of these words (DB_PASSWORD, oauth_token, x-api-key); whatever comes
+# before it is part of the key, so the search starts at the word itself.
 _SECRET_KEY = re.compile(
-    r"""(?<![\w.-])(?P<key>[\w.-]*?(?:password|passwd|passphrase|pwd|secret|token|api[_-]?key|apikey
-                                   |access[_-]?key|private[_-]?key|client[_-]?secret|auth|credentials?))
+    r"""(?:password|passwd|passphrase|pwd|secret|token|api[_-]?key|apikey
+          |access[_-]?key|private[_-]?key|client[_-]?secret|auth|credentials?)
         ["']?\s*(?P<sep>=>|:=|=|:(?!:))[ \t]*
-        (?!["']?\[[A-Z_]+\])  # already a placeholder
-        (?:"(?P<double>[^"\n\x00]+)"|'(?P<single>[^'\n\x00]+)'|(?P<bare>[^\s,;&"'<>(){}\[\]\x00]+))""",
+        (?:"(?P<double>(?:(?!\[[A-Z_]+\])[^"\n\x00])+)"        # a placeholder inside ends the value,
+          |'(?P<single>(?:(?!\[[A-Z_]+\])[^'\n\x00])+)'        # as a blanked finding does
+          |(?P<bare>[^\s,;&"'<>(){}\[\]\x00]+))""",
     re.I | re.X,
 )
+# Every key above holds one of these: a quick test before the full pattern.
+_SECRET_WORD = re.compile(r"pass|pwd|secret|token|key|auth|credential", re.I)
 # "Reset your password: visit the page" is prose, not a secret: a plain lowercase word
 # after a colon with more words on the line. Blanked text counts as more words, which keeps
 # the verdict the same once a later finding has become a placeholder.
@@ -203,6 +221,8 @@ _PROSE_AFTER_COLON = re.compile(r"[a-z]+[ \t]+\S")
 
 
 def _key_value_secrets(text: str) -> Iterator[Span]:
+    if not (("=" in text or ":" in text) and _SECRET_WORD.search(text)):
+        return
     for match in _checked_matches(_SECRET_KEY, text, _is_not_prose):
         value = next(name for name in ("bare", "double", "single") if match[name] is not None)
         yield match.span(value)
@@ -218,13 +238,15 @@ def _is_not_prose(match: re.Match) -> bool:
 # The local part covers letters, digits and ._%+- : RFC 5322 allows = / ? & too, but then
 # "email=ada@example.com" would swallow its "email=".
 _EMAIL = re.compile(
-    r"""(?<![\w%+-])[\w%+-]+(?:\.[\w%+-]+)*
+    r"""(?<![\w%+.-])[\w%+-]+(?:\.[\w%+-]+)*
         @(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+(?:xn--[a-z0-9-]{1,59}|[a-z]{2,63})(?![a-z0-9])""",
     re.I | re.X | re.A,
 )
 
 
 def _emails(text: str) -> Iterator[Span]:
+    if "@" not in text:
+        return
     for match in _EMAIL.finditer(text):
         yield match.span()
 
@@ -242,6 +264,8 @@ _CARD = re.compile(
 
 
 def _cards(text: str) -> Iterator[Span]:
+    if not _FOUR_DIGITS.search(text):
+        return
     for match in _checked_matches(_CARD, text, _is_card_number):
         yield match.span()
 
@@ -265,11 +289,17 @@ def _luhn_valid(digits: list[int]) -> bool:
 
 
 # --- US social security numbers -----------------------------------------------------------
-_SSN = re.compile(r"(?<![\d+-])(?P<area>\d{3})(?P<sep>[- ])(?P<group>\d{2})(?P=sep)(?P<serial>\d{4})(?![\d-])")
+# Not after "+" and a country code: "+992 372 12 3456" is a Tajik phone number.
+_SSN = re.compile(
+    r"(?<![\d+-])(?<!\+\d )(?<!\+\d\d )(?<!\+\d\d\d )"
+    r"(?P<area>\d{3})(?P<sep>[- ])(?P<group>\d{2})(?P=sep)(?P<serial>\d{4})(?![\d-])"
+)
 _LABELED_SSN = re.compile(r"\b(?:ssn|social security(?: number| no\.?)?)\W{0,3}(?P<digits>\d{9})(?!\d)", re.I)
 
 
 def _ssns(text: str) -> Iterator[Span]:
+    if not _FOUR_DIGITS.search(text):
+        return
     for match in _checked_matches(_SSN, text, lambda m: _valid_ssn(m["area"], m["group"], m["serial"])):
         yield match.span()
     for match in _checked_matches(_LABELED_SSN, text, lambda m: _valid_ssn(*_ssn_parts(m["digits"]))):
@@ -303,6 +333,8 @@ def _ipv4_addresses(text: str) -> Iterator[Span]:
 
 
 def _ipv6_addresses(text: str) -> Iterator[Span]:
+    if ":" not in text:
+        return
     for match in _checked_matches(_IPV6, text, lambda m: _plausible_ipv6(m[0].split("%")[0])):
         yield match.span()
 
@@ -319,28 +351,37 @@ def _plausible_ipv6(candidate: str) -> bool:
 
 
 # --- Phone numbers ------------------------------------------------------------------------
-# libphonenumber's matcher is the costly step: only run it where seven digits sit close.
-_PHONE_HINT = re.compile(r"\d(?:[\s().\-/]{0,3}\d){6}")
+# libphonenumber's matcher costs a few hundred microseconds a run, so it only reads what
+# could be a number, with one character around it (the matcher turns down a number glued
+# to a letter): "+" and at least seven digits, or the shape of a US number, since a number
+# without "+country" is read as one (area code and exchange never start with 0 or 1).
+_PHONE_CANDIDATE = re.compile(
+    r"""\+[\s(]*\d(?:[\s().\-/]*\d){6,}
+      | (?<!\d)(?:1[\s.\-]?)?\(?[2-9]\d\d\)?[\s.\-]?[2-9]\d\d[\s.\-]?\d{4}(?!\d)""",
+    re.X,
+)
+_STRICT_GROUPING = phonenumbers.Leniency.STRICT_GROUPING
 
 
 def _phones(text: str) -> Iterator[Span]:
-    if not _PHONE_HINT.search(text):
-        return
-    # STRICT_GROUPING also wants the digit groups a country writes, so "ORD-2024-000123"
-    # is not read as the Washington number 202-400-0123.
-    matcher = phonenumbers.PhoneNumberMatcher(text, PHONE_REGION, leniency=phonenumbers.Leniency.STRICT_GROUPING)
-    for match in matcher:
-        raw = match.raw_string
-        # The matcher takes an opening bracket that wraps the whole number, as in
-        # "(+44 20 7946 0958)"; it belongs to the prose, like the closing one it leaves.
-        skip = len(raw) - len(raw[1:].lstrip()) if raw.startswith("(") and ")" not in raw else 0
-        yield match.start + skip, match.end
+    for candidate in _PHONE_CANDIDATE.finditer(text):
+        offset = max(candidate.start() - 1, 0)
+        window = text[offset : candidate.end() + 1]
+        # STRICT_GROUPING: valid digits are not enough, they must be grouped the way their
+        # country writes them.
+        for match in phonenumbers.PhoneNumberMatcher(window, PHONE_REGION, leniency=_STRICT_GROUPING):
+            raw = match.raw_string
+            # The matcher takes an opening bracket that wraps the whole number, as in
+            # "(+44 20 7946 0958)"; it belongs to the prose, like the closing one it leaves.
+            skip = len(raw) - len(raw[1:].lstrip()) if raw.startswith("(") and ")" not in raw else 0
+            yield offset + match.start + skip, offset + match.end
 
 
 # --- Long random-looking strings ----------------------------------------------------------
 _TOKEN_CANDIDATE = re.compile(r"(?<![\w+=-])[\w+=-]{32,}(?![\w+=-])", re.A)
-_WORDISH = re.compile(r"[A-Z]?[a-z]{3,}|[A-Z]{4,}")
 _HEX_OR_UUID = set("0123456789abcdefABCDEF-")
+_SEPARATORS = re.compile(r"[_+=-]")
+_WORDISH = re.compile(r"[A-Z]?[a-z]{3,}|[A-Z]{4,}")
 
 
 def _random_looking_tokens(text: str) -> Iterator[Span]:
@@ -354,12 +395,24 @@ def _looks_random(candidate: str) -> bool:
     classes = sum(
         (any(c.isupper() for c in candidate), any(c.islower() for c in candidate), any(c.isdigit() for c in candidate))
     )
-    if classes < 2:
-        return False
-    # Identifiers (getUserProfileByIdV2, MAX_RETRY_ATTEMPTS) are mostly word-like runs.
-    if sum(len(word) for word in _WORDISH.findall(candidate)) >= len(candidate) / 2:
+    if classes < 2 or _reads_like_a_name(_SEPARATORS.sub("", candidate)):
         return False
     return _entropy(candidate) >= 3.5
+
+
+def _reads_like_a_name(letters_and_digits: str) -> bool:
+    """Names in code and slugs (getUserProfileByIdV2, MAX_RETRY_ATTEMPTS, how-to-configure-v2)
+    are mostly word-like runs and seldom switch between lower case, upper case and digits;
+    a random string switches at about six characters in ten. Measured on random base62
+    strings of 32-64 characters, 0.08% read as names."""
+    length = len(letters_and_digits)
+    words = sum(len(word) for word in _WORDISH.findall(letters_and_digits))
+    switches = sum(_char_class(a) != _char_class(b) for a, b in itertools.pairwise(letters_and_digits))
+    return words >= 0.7 * length and switches < 0.4 * (length - 1)
+
+
+def _char_class(char: str) -> int:
+    return 0 if char.islower() else 1 if char.isupper() else 2
 
 
 def _entropy(candidate: str) -> float:
@@ -379,7 +432,7 @@ _DETECTORS: tuple[tuple[str, Callable[[str], Iterator[Span]]], ...] = (
     ("CARD", _cards),
     ("IP", _ipv6_addresses),  # before IPv4, which would take the tail of ::ffff:192.0.2.1
     ("IP", _ipv4_addresses),
-    ("PHONE", _phones),
-    ("SSN", _ssns),  # after phones: "+992 372 12 3456" is a Tajik number, not an SSN
+    ("SSN", _ssns),
+    ("PHONE", _phones),  # last but one: libphonenumber is the costly step, so it sees the least text
     ("TOKEN", _random_looking_tokens),
 )

@@ -5,20 +5,23 @@ from dataclasses import dataclass
 
 import structlog
 from django.conf import settings
-from django.db import transaction
-from django.db.models import Case, F, Q, Value, When
-from django.db.models.functions import Coalesce, Greatest
+from django.db import connection, transaction
 from django.utils import timezone
 
 from crm.events import lead_created_emit, lead_created_missing_fields
 from crm.models import Contact, Task, TimelineEvent
 from crm.sla import outreach_due_at
 from leadgen.models import Lead
+from tracking.db import insert_on_conflict
 
 logger = structlog.get_logger(__name__)
 
 LEAD_CREATED_EVENT = "lead.created"
 REPLAY_BATCH = 500
+# What the processor reads of a lead and its store (not the raw body).
+LEAD_FIELDS = ("phone", "first_name", "last_name", "lead_type", "franchise", "account_id", "received_at",
+               "created_at", "store")  # fmt: skip
+STORE_FIELDS = ("timezone", "quiet_hours_start", "quiet_hours_end")
 
 
 class LeadIncomplete(Exception):
@@ -43,57 +46,52 @@ def _suggested_actions() -> list[dict]:
     ]
 
 
-def _contact_upsert(lead: Lead, arrived_at) -> Contact:
+def _contact_upsert(lead: Lead, arrived_at) -> int:
     """Insert the contact, or fill in what the existing one lacks; lifecycle and status are never touched.
 
     Last activity only moves forward, so an older lead processed late never
     moves it back. The update runs only when it changes something, so a replay
-    leaves the row (updated_at included) exactly as it was.
+    leaves the row (updated_at included) exactly as it was. One statement.
     """
-    identity = {"phone": lead.phone, "store_id": lead.store_id}
-    Contact.objects.bulk_create(
-        [
-            Contact(
-                **identity,
-                franchise=lead.franchise,
-                account_id=lead.account_id,
-                lifecycle_stage=Contact.LifecycleStage.LEAD,
-                lead_status=Contact.LeadStatus.NEW,
-                first_name=lead.first_name,
-                last_name=lead.last_name,
-                last_activity_at=arrived_at,
-            )
-        ],
-        ignore_conflicts=True,
+    table = connection.ops.quote_name(Contact._meta.db_table)
+    greatest = "GREATEST" if connection.vendor == "postgresql" else "MAX"  # SQLite's two-argument MAX
+    changes = (
+        f"{table}.last_activity_at IS NULL OR {table}.last_activity_at < excluded.last_activity_at"
+        f" OR ({table}.first_name = '' AND excluded.first_name <> '')"
+        f" OR ({table}.last_name = '' AND excluded.last_name <> '')"
     )
-    changes = Q(last_activity_at__isnull=True) | Q(last_activity_at__lt=arrived_at)
-    if lead.first_name:
-        changes |= Q(first_name="")
-    if lead.last_name:
-        changes |= Q(last_name="")
-    Contact.objects.filter(**identity).filter(changes).update(
-        last_activity_at=Greatest(Coalesce(F("last_activity_at"), Value(arrived_at)), Value(arrived_at)),
-        first_name=Case(When(first_name="", then=Value(lead.first_name)), default=F("first_name")),
-        last_name=Case(When(last_name="", then=Value(lead.last_name)), default=F("last_name")),
-        updated_at=timezone.now(),
+    on_conflict = (
+        "ON CONFLICT (phone, store_id) DO UPDATE SET"
+        f" first_name = CASE WHEN {table}.first_name = '' THEN excluded.first_name ELSE {table}.first_name END,"
+        f" last_name = CASE WHEN {table}.last_name = '' THEN excluded.last_name ELSE {table}.last_name END,"
+        f" last_activity_at = {greatest}(COALESCE({table}.last_activity_at, excluded.last_activity_at),"
+        " excluded.last_activity_at),"
+        f" updated_at = excluded.updated_at WHERE {changes}"
     )
-    return Contact.objects.get(**identity)
+    contact = Contact(
+        phone=lead.phone, store_id=lead.store_id, franchise=lead.franchise, account_id=lead.account_id,
+        lifecycle_stage=Contact.LifecycleStage.LEAD, lead_status=Contact.LeadStatus.NEW,
+        first_name=lead.first_name, last_name=lead.last_name, last_activity_at=arrived_at,
+    )  # fmt: skip
+    row = insert_on_conflict(contact, on_conflict=on_conflict, returning="id")
+    if row is None:  # the contact exists and this lead changes nothing in it
+        return Contact.objects.filter(phone=lead.phone, store_id=lead.store_id).values_list("pk", flat=True).get()
+    return row[0]
 
 
-def _outreach_task_insert(lead: Lead, contact: Contact, arrived_at) -> bool:
+def _outreach_task_insert(lead: Lead, contact_id: int, arrived_at) -> bool:
     """One high-priority outreach task per lead, and none while the contact has one pending."""
     store = lead.store
     reason = f"New {lead.lead_type or 'lead'} from {lead.first_name or 'unknown'} {lead.last_name or ''}".strip()
     task = Task(
-        id=uuid.uuid4(),
-        contact=contact,
-        store=store,
+        contact_id=contact_id,
+        store_id=store.pk,
         franchise=lead.franchise,
         account_id=lead.account_id,
         task_type=Task.TaskType.LEAD_OUTREACH,
         type_category=Task.TaskType.LEAD_OUTREACH,
         source_type=Task.SourceType.LEAD,
-        source_lead=lead,
+        source_lead_id=lead.pk,
         status=Task.Status.PENDING,
         priority=Task.Priority.HIGH,
         action_needed=True,
@@ -107,31 +105,26 @@ def _outreach_task_insert(lead: Lead, contact: Contact, arrived_at) -> bool:
             end=store.quiet_hours_end,
         ),
     )
-    # ON CONFLICT DO NOTHING covers both unique constraints: per source lead, and one pending per contact.
-    Task.objects.bulk_create([task], ignore_conflicts=True)
-    return Task.objects.filter(pk=task.pk).exists()
+    # DO NOTHING covers both unique constraints: per source lead, and one pending task per contact.
+    return insert_on_conflict(task, on_conflict="ON CONFLICT DO NOTHING", returning="id") is not None
 
 
-def _lead_created_event_append(lead: Lead, contact: Contact, arrived_at) -> None:
-    TimelineEvent.objects.bulk_create(
-        [
-            TimelineEvent(
-                contact=contact,
-                store_id=lead.store_id,
-                franchise=lead.franchise,
-                account_id=lead.account_id,
-                event_type=LEAD_CREATED_EVENT,
-                event_category="lead",
-                entity_type="lead",
-                entity_id=str(lead.pk),
-                occurred_at=arrived_at,
-                actor_type="lead_webhook",
-                new_value={"leadType": lead.lead_type, "firstName": lead.first_name, "lastName": lead.last_name},
-                idempotency_key=f"{LEAD_CREATED_EVENT}:{lead.pk}",
-            )
-        ],
-        ignore_conflicts=True,
+def _lead_created_event_append(lead: Lead, contact_id: int, arrived_at) -> None:
+    event = TimelineEvent(
+        contact_id=contact_id,
+        store_id=lead.store_id,
+        franchise=lead.franchise,
+        account_id=lead.account_id,
+        event_type=LEAD_CREATED_EVENT,
+        event_category="lead",
+        entity_type="lead",
+        entity_id=str(lead.pk),
+        occurred_at=arrived_at,
+        actor_type="lead_webhook",
+        new_value={"leadType": lead.lead_type, "firstName": lead.first_name, "lastName": lead.last_name},
+        idempotency_key=f"{LEAD_CREATED_EVENT}:{lead.pk}",
     )
+    insert_on_conflict(event, on_conflict="ON CONFLICT DO NOTHING")
 
 
 def lead_created_process(*, lead_id: int) -> LeadProcessed:
@@ -141,17 +134,21 @@ def lead_created_process(*, lead_id: int) -> LeadProcessed:
     the same lead again, at the same time or later, changes nothing.
     """
     with transaction.atomic():
-        lead = Lead.objects.select_related("store").get(pk=lead_id)
+        lead = (
+            Lead.objects.select_related("store")
+            .only(*LEAD_FIELDS, *(f"store__{name}" for name in STORE_FIELDS))
+            .get(pk=lead_id)
+        )
         missing = lead_created_missing_fields(lead)
         if missing:
             raise LeadIncomplete(f"lead {lead_id} lacks {', '.join(missing)}")
         # The time the lead arrived, not now: a lead processed late must not look fresh.
         arrived_at = lead.received_at or lead.created_at
-        contact = _contact_upsert(lead, arrived_at)
-        task_created = _outreach_task_insert(lead, contact, arrived_at)
-        _lead_created_event_append(lead, contact, arrived_at)
-    logger.info("lead_processed", lead_id=lead_id, contact_id=contact.pk, task_created=task_created)
-    return LeadProcessed(contact_id=contact.pk, task_created=task_created)
+        contact_id = _contact_upsert(lead, arrived_at)
+        task_created = _outreach_task_insert(lead, contact_id, arrived_at)
+        _lead_created_event_append(lead, contact_id, arrived_at)
+    logger.info("lead_processed", lead_id=lead_id, contact_id=contact_id, task_created=task_created)
+    return LeadProcessed(contact_id=contact_id, task_created=task_created)
 
 
 def tasks_mark_done(*, task_ids, actor: str) -> int:

@@ -6,7 +6,7 @@ from django.db import DatabaseError
 
 from jobs import PermanentError, TransientError, handler
 from tracking import services
-from tracking.errors import describe_db_error
+from tracking.db import describe_db_error
 from tracking.selectors import mailbox_settings
 
 

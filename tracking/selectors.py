@@ -19,8 +19,23 @@ class StoreMapping:
     account_id: str
 
 
-def _store_mapping_table() -> dict:
-    """Active stores by lower-cased tracking id and lead email, from the cache (refilled from the DB)."""
+class StoreMappings:
+    """Active stores by lower-cased tracking id and lead email: a snapshot, read once per batch of emails."""
+
+    def __init__(self, table: dict):
+        self._table = table
+
+    def lookup(self, *, tracking_id: str, lead_emails: tuple[str, ...]) -> StoreMapping | None:
+        """The store a lead email belongs to: by the tracking id of its recipient, else by the first of
+        `lead_emails` (its sender, then the original recipient of a forward) that is a store's lead email."""
+        found = tracking_id and self._table["tracking_id"].get(tracking_id.lower())
+        for address in lead_emails:
+            found = found or (address and self._table["lead_email"].get(address.lower()))
+        return StoreMapping(*found) if found else None
+
+
+def store_mappings() -> StoreMappings:
+    """From the cache, refilled from the database when a Store changed (see tracking.signals)."""
     table = cache.get(STORE_MAPPING_CACHE_KEY)
     if table is None:
         table = {"tracking_id": {}, "lead_email": {}}
@@ -34,17 +49,7 @@ def _store_mapping_table() -> dict:
             if lead_email:
                 table["lead_email"][lead_email.lower()] = mapping
         cache.set(STORE_MAPPING_CACHE_KEY, table, settings.STORE_MAPPING_CACHE_SECONDS)
-    return table
-
-
-def store_mapping_for(*, tracking_id: str, lead_emails: tuple[str, ...]) -> StoreMapping | None:
-    """The store a lead email belongs to: by the tracking id of its recipient, else by the first of
-    `lead_emails` (its sender, then the original recipient of a forward) that is a store's lead email."""
-    table = _store_mapping_table()
-    found = tracking_id and table["tracking_id"].get(tracking_id.lower())
-    for address in lead_emails:
-        found = found or (address and table["lead_email"].get(address.lower()))
-    return StoreMapping(*found) if found else None
+    return StoreMappings(table)
 
 
 def mailbox_names_active() -> list[str]:

@@ -18,7 +18,7 @@ import pybreaker
 import structlog
 from django.conf import settings
 from django.core.cache import cache
-from django.db import DatabaseError, IntegrityError, connection, transaction
+from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
 import jobs
@@ -28,9 +28,9 @@ from jobs.breaker import CacheCircuitStorage, circuit_breaker
 from jobs.models import Job
 from jobs.selectors import jobs_for_key_prefix
 from leadgen.models import Lead
-from tracking.errors import describe_db_error
+from tracking.db import describe_db_error, insert_on_conflict
 from tracking.parsing import ParsedLeadEmail, lead_dedup_key, parse_lead_email
-from tracking.selectors import STORE_MAPPING_CACHE_KEY, store_mapping_for
+from tracking.selectors import STORE_MAPPING_CACHE_KEY, StoreMappings, store_mappings
 
 logger = structlog.get_logger(__name__)
 
@@ -123,43 +123,55 @@ def _lead_on_conflict(lead: Lead, parsed: ParsedLeadEmail, mapping, now) -> None
     lead.save(update_fields=["lead_type", "store", "franchise", "account_id", "synced_at", "updated_at"])
 
 
-def email_lead_capture(*, parsed: ParsedLeadEmail) -> Lead:
+def email_lead_capture(*, parsed: ParsedLeadEmail, mappings: StoreMappings | None = None, reread: bool = False) -> Lead:
     """Upsert the lead on its dedup key and emit LeadCreated when it is complete; one transaction.
 
-    Reprocessing the same message any number of times leaves one lead. A
-    message kept earlier as a failed parse, read again by a parser that now
-    understands it, turns that failed lead into a parsed one.
+    Reprocessing the same message any number of times leaves one lead. On a
+    `reread` (a re-scan of seen messages) a message kept earlier as a failed
+    parse, now understood by the parser, turns that failed lead into a parsed
+    one. A poll passes the store mappings it read for the batch; otherwise
+    they are read here.
     """
     if parsed.received_at is None:
         raise ValueError("a captured email needs its received time (the IMAP INTERNALDATE)")
     key = parsed.dedup_key
-    mapping = store_mapping_for(
+    mapping = (mappings or store_mappings()).lookup(
         tracking_id=parsed.tracking_id, lead_emails=(parsed.email_from, parsed.forwarded_original_to)
     )
     now = timezone.now()
     fields = _lead_fields(parsed, mapping, now)
     with transaction.atomic():
-        lead = Lead.objects.select_for_update().filter(dedup_key=key).first()
-        if lead is None and not parsed.parse_error:
-            failed_key = lead_dedup_key(email=parsed.email_from, phone="", received_at=parsed.received_at)
-            lead = Lead.objects.select_for_update().filter(dedup_key=failed_key, parse_state="failed").first()
-        if lead is None:
-            try:
-                with transaction.atomic():
-                    lead = Lead.objects.create(dedup_key=key, **fields)
-            except IntegrityError:
-                # Another poller inserted the same key a moment ago: this is a second sighting.
-                lead = Lead.objects.select_for_update().get(dedup_key=key)
-                _lead_on_conflict(lead, parsed, mapping, now)
-        elif lead.parse_state == Lead.ParseState.FAILED and not parsed.parse_error:
+        lead = _failed_lead_to_reparse(parsed) if reread and not parsed.parse_error else None
+        if lead is not None:
             for name, value in {"dedup_key": key, **fields}.items():
                 setattr(lead, name, value)
             lead.save()
         else:
-            _lead_on_conflict(lead, parsed, mapping, now)
+            lead = Lead(dedup_key=key, **fields)
+            inserted = insert_on_conflict(lead, on_conflict="ON CONFLICT (dedup_key) DO NOTHING", returning="id")
+            if inserted:
+                lead.pk, lead._state.adding = inserted[0], False
+            else:
+                lead = Lead.objects.select_for_update().get(dedup_key=key)
+                if lead.parse_state == Lead.ParseState.FAILED and not parsed.parse_error:
+                    for name, value in fields.items():
+                        setattr(lead, name, value)
+                    lead.save()
+                else:
+                    _lead_on_conflict(lead, parsed, mapping, now)
         if lead.parse_state == Lead.ParseState.PARSED:
             lead_created_emit(lead=lead)
     return lead
+
+
+def _failed_lead_to_reparse(parsed: ParsedLeadEmail) -> Lead | None:
+    """The failed lead this message left when the parser did not understand it (kept under its no-phone key)."""
+    if not parsed.phone:
+        return None  # same key as before: the insert below finds it
+    failed_key = lead_dedup_key(email=parsed.email_from, phone="", received_at=parsed.received_at)
+    if Lead.objects.filter(dedup_key=parsed.dedup_key).exists():
+        return None
+    return Lead.objects.select_for_update().filter(dedup_key=failed_key, parse_state=Lead.ParseState.FAILED).first()
 
 
 @dataclass(frozen=True)
@@ -215,14 +227,14 @@ class PollResult:
     budget_exhausted: bool = False
 
 
-def _message_capture(message: FetchedMessage, source: MessageSource, breaker, result: PollResult) -> bool:
+def _message_capture(message: FetchedMessage, source: MessageSource, breaker, mappings, result, *, reread) -> bool:
     """Capture one message, or park it; True when it may be marked \\Seen."""
     parsed = parse_lead_email(
         message.raw, default_region=settings.PHONE_DEFAULT_REGION, received_at=message.internal_date
     )
     log = logger.bind(mailbox=source.mailbox, uid=source.uid)
     try:
-        breaker.call(email_lead_capture, parsed=parsed)
+        breaker.call(email_lead_capture, parsed=parsed, mappings=mappings, reread=reread)
     except Exception as exc:  # database down, circuit open, or a bug: the retry job keeps the lead either way
         log.warning("lead_write_failed", error=describe_db_error(exc))
         # A dropped connection stays broken inside this process until it is closed.
@@ -265,11 +277,17 @@ def mailbox_poll(
             if time_budget is not None and time.monotonic() - started > time_budget:
                 result.budget_exhausted = True
                 break
+            mappings = store_mappings()
             seen = [
                 message.uid
                 for message in client.fetch(uids[start : start + settings.IMAP_FETCH_BATCH])
                 if _message_capture(
-                    message, MessageSource(mailbox.name, client.uidvalidity, message.uid), breaker, result
+                    message,
+                    MessageSource(mailbox.name, client.uidvalidity, message.uid),
+                    breaker,
+                    mappings,
+                    result,
+                    reread=include_seen,
                 )
             ]
             if seen:

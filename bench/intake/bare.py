@@ -5,6 +5,7 @@ floor that `POST /api/leads` is compared with. Bench-only, never routed by
 the project's own URLconf.
 """
 
+from django.db import connection
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -34,3 +35,13 @@ class BareLeadCreateView(APIView):
         )
         body = {"leadId": lead.pk, "previewUrl": None, "pipedrive": {"status": lead.pipedrive_state, "leadId": None}}
         return Response(LeadCreatedSerializer(body).data)
+
+
+class PoolStatsView(APIView):
+    """This daphne process's psycopg pool counters since the last call (pop_stats), plus its current state."""
+
+    throttle_classes = []
+
+    def get(self, request):
+        pool = connection.pool  # Django's process-wide pool for the default alias
+        return Response({**pool.pop_stats(), **{k: v for k, v in pool.get_stats().items() if k.startswith("pool_")}})

@@ -17,14 +17,29 @@ figures are taken with none of them.
 - `one_producer`: jobs.services._send_run_messages publishes a transaction's
   run messages through one acquired Celery producer instead of acquiring one
   (and building a Redis client) per message.
+- `shared_redis_pool`: the cache's Redis connection pool shared by all threads.
+  Django keeps one cache object per thread, and RedisCacheClient one
+  ConnectionPool per cache object; under ASGI every request runs in a new
+  thread, so every request that touches the cache (DRF's throttle does) opens
+  a new Redis connection. The OPTIONS `pool_class` below hands every thread
+  the same pool per URL.
+- `async_view`: POST /api/leads served by bench/intake/async_intake.py, an async
+  view that awaits the classifier on the event loop (openai.AsyncOpenAI) and
+  runs only the project's lead_create (DB + jobs) in a thread.
+- `raw_llm`: integrations.llm.LlmClassifier.classify_submission posts the same
+  chat-completions body with a plain shared httpx2 client and parses the answer
+  with the same parse_classification, skipping the openai SDK's request
+  transformation and response models (to size the SDK's share of the CPU).
 """
 
 import os
+import threading
 from datetime import timedelta
 
+import redis
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 
-KNOWN = ("async_request_id", "bulk_jobs", "one_producer")
+KNOWN = ("async_request_id", "async_view", "bulk_jobs", "one_producer", "raw_llm", "shared_redis_pool")
 ENABLED = tuple(x.strip() for x in os.environ.get("BENCH_EXPERIMENTS", "").split(",") if x.strip())
 unknown = set(ENABLED) - set(KNOWN)
 if unknown:
@@ -63,10 +78,42 @@ class RequestIdHeaderMiddleware:
 def middleware(project_middleware):
     if "async_request_id" not in ENABLED:
         return project_middleware
-    return [
-        "bench.intake.experiments.RequestIdHeaderMiddleware" if m == "config.middleware.RequestIdHeaderMiddleware" else m
-        for m in project_middleware
-    ]
+    ours = "bench.intake.experiments.RequestIdHeaderMiddleware"
+    return [ours if m == "config.middleware.RequestIdHeaderMiddleware" else m for m in project_middleware]
+
+
+class SharedConnectionPool(redis.ConnectionPool):
+    """`from_url` returns one pool per (URL, options) for the whole process (redis-py pools are thread-safe)."""
+
+    _shared = {}
+    _lock = threading.Lock()
+
+    @classmethod
+    def from_url(cls, url, **kwargs):
+        key = (url, tuple(sorted((k, repr(v)) for k, v in kwargs.items())))
+        with cls._lock:
+            if key not in cls._shared:
+                cls._shared[key] = super().from_url(url, **kwargs)
+            return cls._shared[key]
+
+
+def caches(project_caches):
+    if "shared_redis_pool" not in ENABLED or "Redis" not in project_caches["default"]["BACKEND"]:
+        return project_caches
+    default = dict(project_caches["default"])
+    default["OPTIONS"] = {**default.get("OPTIONS", {}), "pool_class": "bench.intake.experiments.SharedConnectionPool"}
+    return {**project_caches, "default": default}
+
+
+def urlpatterns():
+    """Routes that take precedence over the project's (bench/intake/urls.py puts them first)."""
+    if "async_view" not in ENABLED:
+        return []
+    from django.urls import path
+
+    from bench.intake.async_intake import AsyncLeadCreateView
+
+    return [path("api/leads", AsyncLeadCreateView.as_view(), name="bench-async-leads")]
 
 
 def apply():
@@ -75,6 +122,8 @@ def apply():
         _apply_bulk_jobs()
     if "one_producer" in ENABLED:
         _apply_one_producer()
+    if "raw_llm" in ENABLED:
+        _apply_raw_llm()
 
 
 def _apply_bulk_jobs():
@@ -140,3 +189,39 @@ def _apply_one_producer():
             logger.warning("job_dispatch_failed", job_ids=job_ids, error=type(exc).__name__)
 
     job_services._send_run_messages = _send_run_messages
+
+
+def _apply_raw_llm():
+    import httpx2
+
+    from integrations import llm
+    from integrations.llm.prompts import CLASSIFY_SUBMISSION_SYSTEM_PROMPT
+
+    def classify_submission(self, fields):
+        http = getattr(self, "_bench_http", None)
+        if http is None:  # one per shared classifier; a race only builds a spare
+            http = self._bench_http = httpx2.Client(
+                base_url=str(self.client.base_url),
+                timeout=self.client.timeout,
+                headers={"Authorization": f"Bearer {self.client.api_key}"},
+            )
+        body = {
+            "model": self.model,
+            "messages": [
+                {"role": "system", "content": CLASSIFY_SUBMISSION_SYSTEM_PROMPT},
+                {"role": "user", "content": llm.submission_as_data(fields)},
+            ],
+            "response_format": {"type": "json_object"},
+            "temperature": 0,
+            "max_tokens": llm.MAX_ANSWER_TOKENS,
+        }
+        try:
+            response = http.post("chat/completions", json=body)
+            response.raise_for_status()
+            content = response.json()["choices"][0]["message"]["content"]
+        except (httpx2.HTTPError, ValueError, KeyError, IndexError, TypeError):
+            return None
+        classification, _problem = llm.parse_classification(content)
+        return classification
+
+    llm.LlmClassifier.classify_submission = classify_submission

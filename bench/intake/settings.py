@@ -6,7 +6,8 @@ BENCH_EXPERIMENTS (see bench/intake/experiments.py) may swap a middleware for a 
 
 from bench.intake import experiments
 from config.settings import *  # noqa: F403
-from config.settings import MIDDLEWARE
+from config.settings import CACHES, MIDDLEWARE
 
 ROOT_URLCONF = "bench.intake.urls"
 MIDDLEWARE = experiments.middleware(MIDDLEWARE)
+CACHES = experiments.caches(CACHES)

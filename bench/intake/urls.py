@@ -3,12 +3,13 @@
 from django.urls import path
 
 from bench.intake import experiments
-from bench.intake.bare import BareLeadCreateView
+from bench.intake.bare import BareLeadCreateView, PoolStatsView
 from config.urls import urlpatterns as project_urlpatterns
 
 experiments.apply()  # no-op unless BENCH_EXPERIMENTS is set
 
-urlpatterns = [
+urlpatterns = experiments.urlpatterns() + [
     path("bench/bare-leads", BareLeadCreateView.as_view(), name="bench-bare-leads"),
+    path("bench/pool-stats", PoolStatsView.as_view(), name="bench-pool-stats"),
     *project_urlpatterns,
 ]

@@ -91,7 +91,7 @@ def test_sales_adds_a_follow_up_task_but_never_a_second_pending_one_of_a_kind(sa
     }  # fmt: skip
     refused = sales_client.post(reverse("admin:crm_task_add"), form)
     assert refused.status_code == 200, "a form error, not a database error"
-    assert "already exists" in str(refused.context["adminform"].form.errors)
+    assert "already has a pending task" in str(refused.context["adminform"].form.errors)
 
     Task.objects.update(status="done")
     created = sales_client.post(reverse("admin:crm_task_add"), form)

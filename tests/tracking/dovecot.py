@@ -184,6 +184,11 @@ class Dovecot:
         self._process = None
         shutil.rmtree(self.root, ignore_errors=True)
 
+    @property
+    def pid(self) -> int:
+        """The master process, leader of the process group of every dovecot process."""
+        return self._process.pid
+
     def log(self) -> str:
         path = self.root / "dovecot.log"
         return path.read_text(errors="replace") if path.exists() else ""

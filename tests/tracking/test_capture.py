@@ -10,7 +10,7 @@ from jobs.models import Job
 from leadgen.models import Lead
 from tests.tracking.support import STORE_SENDER, lead_message
 from tracking.parsing import parse_lead_email
-from tracking.selectors import store_mapping_for
+from tracking.selectors import store_mappings
 from tracking.services import email_lead_capture
 
 pytestmark = pytest.mark.django_db
@@ -75,7 +75,7 @@ def test_on_conflict_the_lead_type_and_mapping_update_but_a_known_store_is_kept(
     assert Lead.objects.count() == 1
 
 
-def test_a_failed_parse_becomes_parsed_when_the_parser_understands_the_email(make_store):
+def test_a_rescan_turns_a_failed_parse_into_a_parsed_lead_once_the_parser_understands_it(make_store):
     make_store()
     understood = parsed()
     not_understood = replace(
@@ -85,11 +85,22 @@ def test_a_failed_parse_becomes_parsed_when_the_parser_understands_the_email(mak
     assert failed.parse_state == "failed" and failed.dedup_key == f"{STORE_SENDER}#2026-03-16T18:05:09Z"
     assert not Job.objects.filter(kind=LEAD_CREATED).exists(), "a failed parse emits nothing"
 
-    fixed = email_lead_capture(parsed=understood)
+    assert email_lead_capture(parsed=not_understood).pk == failed.pk, "still not understood: the same failed lead"
+    fixed = email_lead_capture(parsed=understood, reread=True)
     assert fixed.pk == failed.pk
     assert (fixed.parse_state, fixed.parse_error, fixed.phone) == ("parsed", "", "+14155550132")
     assert fixed.dedup_key == f"{STORE_SENDER}#+14155550132#2026-03-16"
     assert Job.objects.filter(kind=LEAD_CREATED, key=f"{LEAD_CREATED}:{fixed.pk}").exists()
+
+
+def test_a_failed_parse_without_a_phone_turns_parsed_under_the_same_key(make_store):
+    make_store()
+    understood = parsed(phone="", email="pat@example.com")
+    not_understood = replace(understood, first_name="", last_name="", email="", lead_type="", parse_error="no details")
+    failed = email_lead_capture(parsed=not_understood)
+    fixed = email_lead_capture(parsed=understood)
+    assert (fixed.pk, fixed.parse_state, fixed.email) == (failed.pk, "parsed", "pat@example.com")
+    assert Lead.objects.get().parse_error == ""
 
 
 def test_overlong_fields_are_cut_to_fit(make_store):
@@ -104,10 +115,11 @@ def test_overlong_fields_are_cut_to_fit(make_store):
 def test_store_mapping_prefers_the_tracking_id_and_ignores_case(make_store):
     by_tracking = make_store(tracking_id="ST0421", lead_email="other@studio.example")
     by_sender = make_store(name="Uptown", tracking_id="UP1", lead_email=STORE_SENDER)
-    assert store_mapping_for(tracking_id="st0421", lead_emails=(STORE_SENDER.upper(),)).store_id == by_tracking.pk
-    assert store_mapping_for(tracking_id="", lead_emails=(STORE_SENDER.upper(),)).store_id == by_sender.pk
-    assert store_mapping_for(tracking_id="UNKNOWN", lead_emails=("x@y.example", STORE_SENDER)).store_id == by_sender.pk
-    assert store_mapping_for(tracking_id="UNKNOWN", lead_emails=("x@y.example", "")) is None
+    mappings = store_mappings()
+    assert mappings.lookup(tracking_id="st0421", lead_emails=(STORE_SENDER.upper(),)).store_id == by_tracking.pk
+    assert mappings.lookup(tracking_id="", lead_emails=(STORE_SENDER.upper(),)).store_id == by_sender.pk
+    assert mappings.lookup(tracking_id="UNKNOWN", lead_emails=("x@y.example", STORE_SENDER)).store_id == by_sender.pk
+    assert mappings.lookup(tracking_id="UNKNOWN", lead_emails=("x@y.example", "")) is None
 
 
 def test_a_forward_maps_by_the_original_recipient_when_the_forwarder_is_unknown(make_store):
@@ -125,20 +137,20 @@ def test_store_mapping_is_cached_and_refreshed_when_a_store_changes(
     make_store, django_assert_num_queries, django_capture_on_commit_callbacks
 ):
     store = make_store()
-    store_mapping_for(tracking_id="ST0421", lead_emails=())
+    store_mappings().lookup(tracking_id="ST0421", lead_emails=())
     with django_assert_num_queries(0):
-        assert store_mapping_for(tracking_id="ST0421", lead_emails=()).franchise == "OrangeTheory"
+        assert store_mappings().lookup(tracking_id="ST0421", lead_emails=()).franchise == "OrangeTheory"
 
     with django_capture_on_commit_callbacks(execute=True):
         store.franchise = "Renamed"
         store.save()
-    assert store_mapping_for(tracking_id="ST0421", lead_emails=()).franchise == "Renamed"
+    assert store_mappings().lookup(tracking_id="ST0421", lead_emails=()).franchise == "Renamed"
 
     store.is_active = False
     store.save()
-    assert store_mapping_for(tracking_id="ST0421", lead_emails=()) is None, "inactive stores map nothing"
+    assert store_mappings().lookup(tracking_id="ST0421", lead_emails=()) is None, "inactive stores map nothing"
 
     other = make_store(name="Other", tracking_id="GONE", lead_email=None)
-    assert store_mapping_for(tracking_id="GONE", lead_emails=()) is not None
+    assert store_mappings().lookup(tracking_id="GONE", lead_emails=()) is not None
     other.delete()
-    assert store_mapping_for(tracking_id="GONE", lead_emails=()) is None
+    assert store_mappings().lookup(tracking_id="GONE", lead_emails=()) is None

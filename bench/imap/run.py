@@ -1,0 +1,409 @@
+"""Email leads end to end against django-mailbox's IMAP importer: same dovecot, same emails, same run.
+
+    scripts/with-services .venv/bin/python bench/imap/run.py [--count 5000] [--rounds 2]
+
+`make bench-imap` installs requirements-bench.txt (django-mailbox) and runs it.
+See bench/imap/README.md for what is measured and the results. Exit status: 0
+when both targets are met, 1 when one is not, 2 when an email was lost or
+processed wrongly.
+"""
+
+import argparse
+import json
+import os
+import platform
+import signal
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+from datetime import UTC, datetime
+from datetime import time as clock_time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+# Run as a script, Python puts bench/imap/ first on the path; the project root is what we want.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+sys.path.insert(0, str(ROOT))
+os.chdir(ROOT)
+os.environ["DJANGO_SETTINGS_MODULE"] = "bench.imap.settings"
+# Per-message INFO lines would measure the terminal, not the ingestion.
+os.environ.setdefault("LOG_LEVEL", "WARNING")
+
+OUT_DIR = ROOT / "bench" / "imap" / "out"  # git-ignored: worker log
+RESULTS = ROOT / "bench" / "imap" / "results.json"
+STALL_SECONDS = 60  # give up waiting when nothing progresses for this long
+AREA_CODES = ("212", "305", "312", "415", "512", "617", "646", "702", "206", "303")
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--count", type=int, default=5000, help="emails per path per round (default 5000)")
+    parser.add_argument("--rounds", type=int, default=2, help="rounds; the order alternates (default 2)")
+    parser.add_argument("--warmup", type=int, default=200, help="emails each path reads before measuring (default 200)")
+    parser.add_argument("--concurrency", type=int, default=2, help="worker processes (default 2, as `make run`)")
+    parser.add_argument("--target-rate", type=float, default=100.0, help="minimum end-to-end emails/s (default 100)")
+    parser.add_argument("--target-ratio", type=float, default=0.5, help="minimum ours/baseline rate (default 0.5)")
+    parser.add_argument("--results", type=Path, default=RESULTS, help="JSON output (default bench/imap/results.json)")
+    return parser.parse_args()
+
+
+ARGS = parse_args()
+
+import django  # noqa: E402
+
+django.setup()
+
+import imapclient  # noqa: E402
+import phonenumbers  # noqa: E402
+import redis  # noqa: E402
+from django.conf import settings  # noqa: E402
+from django.core.management import call_command  # noqa: E402
+from django.db import connection, transaction  # noqa: E402
+from django.db.models import Max  # noqa: E402
+from django_mailbox.models import Mailbox as DjangoMailbox  # noqa: E402
+from django_mailbox.models import Message as DjangoMailboxMessage  # noqa: E402
+
+import jobs  # noqa: E402
+from crm.events import LEAD_CREATED  # noqa: E402
+from crm.models import Contact, Task, TimelineEvent  # noqa: E402
+from jobs.models import Job, JobAttempt  # noqa: E402
+from jobs.services import job_send_test  # noqa: E402
+from leadgen.models import Lead  # noqa: E402
+from tests.tracking.dovecot import Dovecot  # noqa: E402
+from tests.tracking.support import imap_session, lead_message  # noqa: E402
+from tracking.models import ENV_MAILBOX_NAME, Store  # noqa: E402
+from tracking.services import POLL_KIND, lead_write_breaker  # noqa: E402
+
+
+class BenchError(Exception):
+    pass
+
+
+# --- setup ---------------------------------------------------------------------------------------
+
+
+def check_environment():
+    if connection.vendor != "postgresql":
+        raise BenchError("DATABASE_URL is not PostgreSQL: run under scripts/with-services")
+    for name in ("REDIS_URL", "CELERY_BROKER_URL"):
+        if not os.environ.get(name, "").startswith("redis://"):
+            raise BenchError(f"{name} is not a Redis URL: run under scripts/with-services")
+
+
+def machine_info():
+    import django_mailbox
+
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW server_version")
+        pg_version = cursor.fetchone()[0]
+    cpu = next(
+        (line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+         if line.startswith("model name")), "",
+    )  # fmt: skip
+    dovecot = subprocess.run(["/usr/sbin/dovecot", "--version"], capture_output=True, text=True).stdout.strip()
+    return {
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "nproc": len(os.sched_getaffinity(0)),
+        "cpu": cpu,
+        "python": platform.python_version(),
+        "django": django.get_version(),
+        "postgres": pg_version,
+        "redis": redis.Redis.from_url(os.environ["REDIS_URL"]).info("server")["redis_version"],
+        "dovecot": dovecot,
+        "imapclient": imapclient.__version__,
+        "django_mailbox": getattr(django_mailbox, "__version__", "4.10.1"),
+        "worker": f"1 celery worker, prefork, concurrency {ARGS.concurrency}",
+        "fetch_batch": settings.IMAP_FETCH_BATCH,
+    }
+
+
+def phone_numbers(count):
+    """`count` distinct valid US numbers, written the way notification emails write them."""
+    numbers, n = [], 0
+    while len(numbers) < count:
+        area, exchange, line = AREA_CODES[n % 10], 200 + (n // 10) % 800, (n // 8000) % 10000
+        n += 1
+        if phonenumbers.is_valid_number(phonenumbers.parse(f"+1{area}{exchange}{line:04d}")):
+            numbers.append(f"({area}) {exchange}-{line:04d}")
+    return numbers
+
+
+def messages(count):
+    return [
+        lead_message(first=f"Lead{n}", last="Bench", phone=phone, email=f"lead{n}@example.com", tracking_id="BENCH1")
+        for n, phone in enumerate(phone_numbers(count))
+    ]
+
+
+def reset_data():
+    """Each phase starts from empty tables, so every email is a new lead on both paths."""
+    tables = [model._meta.db_table for model in (TimelineEvent, Task, Contact, Lead, JobAttempt, Job)]
+    tables.append(DjangoMailboxMessage._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(f"TRUNCATE {', '.join(tables)} RESTART IDENTITY CASCADE")
+    lead_write_breaker().close()
+
+
+def start_worker(server, username, password):
+    OUT_DIR.mkdir(parents=True, exist_ok=True)
+    log = open(OUT_DIR / "worker.log", "wb")  # noqa: SIM115 - closed with the worker
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": os.environ.get("BENCH_WORKER_SETTINGS", "config.settings"),
+        "IMAP_HOST": server.host, "IMAP_PORT": str(server.imaps_port), "IMAP_USER": username,
+        "IMAP_PASSWORD": password, "IMAP_CA_FILE": str(server.ca_file),
+    }  # fmt: skip
+    command = [
+        sys.executable, "-m", "celery", "-A", "config", "worker", "-P", "prefork", "-c", str(ARGS.concurrency),
+        "-n", f"bench-imap-{uuid.uuid4().hex[:8]}@%h", "--without-heartbeat", "--without-gossip",
+        "--without-mingle", "--loglevel", "WARNING",
+    ]  # fmt: skip
+    process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    process.log_file = log
+    ping = job_send_test(actor="bench")
+    wait_for(lambda: Job.objects.get(pk=ping.pk).status == Job.Status.SUCCEEDED, process, what="the worker to start")
+    return process
+
+
+def stop_worker(process):
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=10)
+    process.log_file.close()
+
+
+def wait_for(condition, worker, *, what, progress=None):
+    """Until `condition()`; fails when `progress()` stops moving for STALL_SECONDS or the worker dies."""
+    last, last_change = None, time.monotonic()
+    while not condition():
+        if worker.poll() is not None:
+            tail = (OUT_DIR / "worker.log").read_text(errors="replace")[-3000:]
+            raise BenchError(f"worker exited with {worker.returncode} waiting for {what}:\n{tail}")
+        current = progress() if progress else None
+        if current != last:
+            last, last_change = current, time.monotonic()
+        if time.monotonic() - last_change > STALL_SECONDS:
+            raise BenchError(f"stalled for {STALL_SECONDS}s waiting for {what} (at {current})")
+        time.sleep(0.1)
+
+
+# --- CPU accounting: where the machine's CPUs went during a phase -------------------------------
+
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _proc_stat(pid):
+    """(ppid, pgrp, own CPU seconds, reaped children's CPU seconds), or None when the process is gone."""
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = raw[raw.rindex(")") + 2 :].split()
+    utime, stime, cutime, cstime = (int(x) for x in fields[11:15])
+    return int(fields[1]), int(fields[2]), (utime + stime) / TICK, (cutime + cstime) / TICK
+
+
+class CpuMeter:
+    """CPU seconds of this process, the worker, PostgreSQL, Redis and dovecot; the rest is other tenants."""
+
+    def __init__(self, worker, server):
+        with connection.cursor() as cursor:
+            cursor.execute("SHOW data_directory")
+            data_dir = Path(cursor.fetchone()[0])
+        self.postmaster = int((data_dir / "postmaster.pid").read_text().split()[0])
+        self.redis = int(redis.Redis.from_url(os.environ["REDIS_URL"]).info("server")["process_id"])
+        self.groups = {"worker": worker.pid, "dovecot": server.pid}  # both lead their own session
+
+    def sample(self):
+        times = os.times()
+        out = {"bench": times.user + times.system, "worker": 0.0, "postgres": 0.0, "redis": 0.0, "dovecot": 0.0}
+        for pid in (int(name) for name in os.listdir("/proc") if name.isdigit()):
+            stat = _proc_stat(pid)
+            if stat is None:
+                continue
+            ppid, pgrp, own, children = stat
+            for part, leader in self.groups.items():
+                if pgrp == leader:
+                    out[part] += own + (children if pid == leader else 0.0)
+            if pid == self.postmaster:
+                out["postgres"] += own + children  # exited backends are counted in their parent
+            elif ppid == self.postmaster:
+                out["postgres"] += own
+            elif pid == self.redis:
+                out["redis"] += own
+        cpu = [int(x) / TICK for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:9]]
+        out["machine_busy"] = cpu[0] + cpu[1] + cpu[2] + cpu[5] + cpu[6]
+        out["wall"] = time.monotonic()
+        return out
+
+    @staticmethod
+    def per_email(before, after, count):
+        """Microseconds of CPU per email for each part; `other_processes` is everyone else on the machine."""
+        delta = {key: after[key] - before[key] for key in after}
+        parts = ("bench", "worker", "postgres", "redis", "dovecot")
+        ours = sum(delta[part] for part in parts)
+        result = {part: round(delta[part] / count * 1e6) for part in parts}
+        result["total_ours"] = round(ours / count * 1e6)
+        result["other_processes"] = round(max(delta["machine_busy"] - ours, 0.0) / count * 1e6)
+        result["machine_utilisation"] = round(delta["machine_busy"] / (delta["wall"] * os.cpu_count()), 3)
+        return result
+
+
+def pg_counters():
+    """Server-side totals of this database: connections opened, commits, rows written."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_stat_clear_snapshot()")
+        cursor.execute(
+            "SELECT sessions, xact_commit, xact_rollback, tup_inserted + tup_updated"
+            " FROM pg_stat_database WHERE datname = current_database()"
+        )
+        sessions, commits, rollbacks, writes = cursor.fetchone()
+    return {"connections": sessions, "commits": commits, "rollbacks": rollbacks, "rows_written": writes}
+
+
+def per_email(before, after, count):
+    return {key: round((after[key] - before[key]) / count, 2) for key in after}
+
+
+# --- the two paths -------------------------------------------------------------------------------
+
+
+def unseen_left(server, username, password):
+    with imap_session(server, username, password) as client:
+        return len(client.search(["UNSEEN"]))
+
+
+def run_ours(server, account, count, worker, meter, label):
+    """Poll (a job in the worker) → leads → LeadCreated jobs → contacts, tasks, timeline, all in the worker."""
+    reset_data()
+    server.deliver(account[0], messages(count))
+    before, pg_before = meter.sample(), pg_counters()
+    start = time.time()
+    with transaction.atomic():
+        poll = jobs.enqueue(POLL_KIND, {"mailbox": ENV_MAILBOX_NAME}, key=f"bench:{label}:{uuid.uuid4()}")
+    wait_for(
+        lambda: TimelineEvent.objects.count() >= count,
+        worker,
+        what=f"{count} timeline events",
+        progress=lambda: (Lead.objects.count(), TimelineEvent.objects.count()),
+    )
+    wait_for(lambda: not Job.objects.filter(status=Job.Status.RUNNING).exists(), worker, what="jobs to finish")
+    after, pg_after = meter.sample(), pg_counters()
+    end = TimelineEvent.objects.aggregate(last=Max("created_at"))["last"].timestamp()
+    poll.refresh_from_db()
+    lead_created = Job.objects.filter(kind=LEAD_CREATED)
+    check = {
+        "leads": Lead.objects.filter(parse_state="parsed", store__isnull=False).count(),
+        "contacts": Contact.objects.count(),
+        "pending_tasks": Task.objects.filter(status="pending").count(),
+        "timeline_events": TimelineEvent.objects.count(),
+        "lead_created_succeeded_first_time": lead_created.filter(status="succeeded", attempts=1).count(),
+        "jobs_not_succeeded": Job.objects.exclude(status=Job.Status.SUCCEEDED).count(),
+        "unseen_left": unseen_left(server, *account),
+    }
+    counted = ("leads", "contacts", "pending_tasks", "timeline_events", "lead_created_succeeded_first_time")
+    check["ok"] = all(check[k] == count for k in counted) and check["jobs_not_succeeded"] == check["unseen_left"] == 0
+    total = end - start
+    return {
+        "path": "ours",
+        "count": count,
+        "total_seconds": round(total, 3),
+        "rate": round(count / total, 1),
+        "poll_seconds": round((poll.finished_at - poll.started_at).total_seconds(), 3),
+        "poll_rate": round(count / (poll.finished_at - poll.started_at).total_seconds(), 1),
+        "check": check,
+        "cpu_us_per_email": CpuMeter.per_email(before, after, count),
+        "postgres_per_email": per_email(pg_before, pg_after, count),
+    }
+
+
+def run_django_mailbox(server, count, meter):
+    """django-mailbox's importer: fetch each message over IMAP, store it as a Message row, delete it upstream."""
+    reset_data()
+    username, password = server.add_user()
+    server.deliver(username, messages(count))
+    mailbox = DjangoMailbox.objects.create(
+        name=f"bench-{username}", uri=f"imap+ssl://{username}:{password}@{server.host}:{server.imaps_port}"
+    )
+    before, pg_before = meter.sample(), pg_counters()
+    start = time.time()
+    imported = sum(1 for _ in mailbox.get_new_mail())
+    total = time.time() - start
+    after, pg_after = meter.sample(), pg_counters()
+    with imap_session(server, username, password) as client:
+        left = len(client.search(["ALL"]))
+    check = {"imported": imported, "messages": DjangoMailboxMessage.objects.count(), "left_in_mailbox": left}
+    check["ok"] = imported == count and check["messages"] == count and left == 0
+    return {
+        "path": "django-mailbox",
+        "count": count,
+        "total_seconds": round(total, 3),
+        "rate": round(count / total, 1),
+        "check": check,
+        "cpu_us_per_email": CpuMeter.per_email(before, after, count),
+        "postgres_per_email": per_email(pg_before, pg_after, count),
+    }
+
+
+def main():
+    check_environment()
+    call_command("migrate", verbosity=0)
+    info = machine_info()
+    Store.objects.update_or_create(
+        tracking_id="BENCH1",
+        defaults={"franchise": "Bench Fitness", "name": "Bench", "account_id": "acct-bench",
+                  "timezone": "America/New_York", "quiet_hours_start": clock_time(0), "quiet_hours_end": clock_time(0)},
+    )  # fmt: skip
+    results = {"machine": info, "args": vars(ARGS) | {"results": str(ARGS.results)}, "rounds": []}
+    with Dovecot() as server:
+        account = server.add_user()
+        worker = start_worker(server, *account)
+        try:
+            meter = CpuMeter(worker, server)
+            if ARGS.warmup:
+                run_django_mailbox(server, ARGS.warmup, meter)
+                run_ours(server, account, ARGS.warmup, worker, meter, "warmup")
+            for round_no in range(1, ARGS.rounds + 1):
+                order = ("django-mailbox", "ours") if round_no % 2 else ("ours", "django-mailbox")
+                phases = []
+                for path in order:
+                    if path == "ours":
+                        phase = run_ours(server, account, ARGS.count, worker, meter, f"r{round_no}")
+                    else:
+                        phase = run_django_mailbox(server, ARGS.count, meter)
+                    print(f"round {round_no} {path}: {phase['rate']} emails/s ({phase['total_seconds']} s)", flush=True)
+                    phases.append(phase)
+                results["rounds"].append(phases)
+        finally:
+            stop_worker(worker)
+
+    phases = [phase for phases in results["rounds"] for phase in phases]
+    rates = {path: [p["rate"] for p in phases if p["path"] == path] for path in ("ours", "django-mailbox")}
+    ours, baseline = statistics.median(rates["ours"]), statistics.median(rates["django-mailbox"])
+    results["summary"] = {
+        "ours_median_rate": ours,
+        "django_mailbox_median_rate": baseline,
+        "ratio": round(ours / baseline, 2),
+        "target_rate": ARGS.target_rate,
+        "target_ratio": ARGS.target_ratio,
+        "all_checks_ok": all(p["check"]["ok"] for p in phases),
+    }
+    ARGS.results.write_text(json.dumps(results, indent=2) + "\n")
+    print(json.dumps(results["summary"], indent=2))
+    if not results["summary"]["all_checks_ok"]:
+        return 2
+    return 0 if ours >= ARGS.target_rate and ours / baseline >= ARGS.target_ratio else 1
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except BenchError as exc:
+        print(f"bench failed: {exc}", file=sys.stderr)
+        sys.exit(2)

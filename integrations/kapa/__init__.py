@@ -1,0 +1,1 @@
+"""Kapa chatbot engagement of signed-in users: thread count, last interaction, questions, competitor mentions."""
