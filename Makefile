@@ -12,7 +12,7 @@ PIP := $(BIN)/python -m pip --disable-pip-version-check
 PORT ?= 8000
 PYTEST_ARGS ?=
 
-.PHONY: help .venv install install-dev run test lint bench-jobs bench-redaction clean
+.PHONY: help .venv install install-dev run test lint bench-jobs bench-intake bench-redaction bench-imap clean
 
 help:
 	@echo "make install      runtime venv (.venv, requirements.txt)"
@@ -23,6 +23,7 @@ help:
 	@echo "make bench-jobs   jobs benchmark with throwaway PostgreSQL + Redis"
 	@echo "make bench-intake POST /api/leads vs a bare insert on daphne, throwaway PostgreSQL + Redis"
 	@echo "make bench-redaction  redaction recall/precision/speed against Presidio and scrubadub"
+	@echo "make bench-imap   5,000 lead emails from a local dovecot, end to end vs django-mailbox's importer"
 	@echo "make clean        remove var/ and caches (keeps .venv)"
 
 # --- virtualenv: pip runs again only when a requirements file changed ------------------
@@ -79,6 +80,11 @@ bench-intake: install-dev
 bench-redaction: install-dev
 	$(PIP) install -r requirements-bench.txt
 	$(BIN)/python bench/tracking/redaction/run.py
+
+bench-imap: install-dev
+	$(PIP) install -r requirements-bench.txt
+	scripts/install-system-deps
+	scripts/with-services $(BIN)/python bench/imap/run.py
 
 clean:
 	rm -rf var/ .pytest_cache/ .ruff_cache/ .hypothesis/

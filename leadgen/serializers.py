@@ -13,12 +13,21 @@ MAX_STEP_CHOICES = 20
 UTM_KEYS = ("source", "medium", "campaign", "term", "content")
 
 
+class StrictCharField(serializers.CharField):
+    """DRF turns numbers and booleans into text; a form sends text, so anything else is refused."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
 class UtmSerializer(serializers.Serializer):
-    source = serializers.CharField(max_length=200, required=False, allow_blank=True)
-    medium = serializers.CharField(max_length=200, required=False, allow_blank=True)
-    campaign = serializers.CharField(max_length=200, required=False, allow_blank=True)
-    term = serializers.CharField(max_length=200, required=False, allow_blank=True)
-    content = serializers.CharField(max_length=200, required=False, allow_blank=True)
+    source = StrictCharField(max_length=200, required=False, allow_blank=True)
+    medium = StrictCharField(max_length=200, required=False, allow_blank=True)
+    campaign = StrictCharField(max_length=200, required=False, allow_blank=True)
+    term = StrictCharField(max_length=200, required=False, allow_blank=True)
+    content = StrictCharField(max_length=200, required=False, allow_blank=True)
 
 
 class StepsField(serializers.DictField):
@@ -45,19 +54,19 @@ class StepsField(serializers.DictField):
 
 
 class LeadInputSerializer(serializers.Serializer):
-    firstName = serializers.CharField(source="first_name", min_length=1, max_length=100)
-    lastName = serializers.CharField(source="last_name", max_length=100, required=False, allow_blank=True)
+    firstName = StrictCharField(source="first_name", min_length=1, max_length=100)
+    lastName = StrictCharField(source="last_name", max_length=100, required=False, allow_blank=True)
     email = serializers.EmailField(max_length=254)
-    phone = serializers.CharField(max_length=32, required=False, allow_blank=True)
-    company = serializers.CharField(max_length=200, required=False, allow_blank=True)
-    message = serializers.CharField(max_length=5000, required=False, allow_blank=True)
+    phone = StrictCharField(max_length=32, required=False, allow_blank=True)
+    company = StrictCharField(max_length=200, required=False, allow_blank=True)
+    message = StrictCharField(max_length=5000, required=False, allow_blank=True)
     serviceType = serializers.ChoiceField(
         source="service_type", choices=Lead.ServiceType.choices, required=False, allow_blank=True
     )
     sourcePage = serializers.URLField(source="source_page", max_length=500, required=False, allow_blank=True)
     utm = UtmSerializer(required=False)
     steps = StepsField(required=False, child=serializers.JSONField())
-    recaptchaToken = serializers.CharField(max_length=4000, required=False, allow_blank=True, write_only=True)
+    recaptchaToken = StrictCharField(max_length=4000, required=False, allow_blank=True, write_only=True)
 
     def validate_phone(self, value):
         if not value.strip():

@@ -2,18 +2,18 @@
 
 A notification is a web lead or an online-intro booking sent by a store's
 booking system, sometimes forwarded (once or more) by store staff to
-`lead-tracking+{ID}@…`. The parser reads the text part (or the HTML one when
-that is all there is, or when the text part is a "view this in a browser"
-stub), decoded from quoted-printable or base64 by the stdlib `email` package,
-and takes the lead's fields from "Label: value" lines or table rows.
+`lead-tracking+{ID}@…`. The parser reads the text parts, then the HTML ones
+(when there is no text, only a "view this in a browser" stub, or no lead in
+it), decoded from quoted-printable or base64 and their charset, and takes the
+lead's fields from "Label: value" lines or table rows.
 
 It never raises on bad input: a message it cannot read comes back with
 `parse_error` set, so the caller can keep it as a failed lead for staff.
 
 The message is read with the stdlib's compat32 policy rather than
 policy.default: the parser needs only a few headers and the text parts, and
-policy.default's structured header objects made parsing twice as slow, on a
-path that runs for every email.
+policy.default's structured header objects made parsing three times as slow,
+on a path that runs for every email.
 """
 
 import re

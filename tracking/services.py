@@ -141,11 +141,9 @@ def email_lead_capture(*, parsed: ParsedLeadEmail, mappings: StoreMappings | Non
     now = timezone.now()
     fields = _lead_fields(parsed, mapping, now)
     with transaction.atomic():
-        lead = _failed_lead_to_reparse(parsed) if reread and not parsed.parse_error else None
-        if lead is not None:
-            for name, value in {"dedup_key": key, **fields}.items():
-                setattr(lead, name, value)
-            lead.save()
+        failed = _failed_lead_to_reparse(parsed) if reread and not parsed.parse_error else None
+        if failed is not None:
+            lead = _lead_overwrite(failed, {"dedup_key": key, **fields})
         else:
             lead = Lead(dedup_key=key, **fields)
             inserted = insert_on_conflict(lead, on_conflict="ON CONFLICT (dedup_key) DO NOTHING", returning="id")
@@ -154,13 +152,19 @@ def email_lead_capture(*, parsed: ParsedLeadEmail, mappings: StoreMappings | Non
             else:
                 lead = Lead.objects.select_for_update().get(dedup_key=key)
                 if lead.parse_state == Lead.ParseState.FAILED and not parsed.parse_error:
-                    for name, value in fields.items():
-                        setattr(lead, name, value)
-                    lead.save()
+                    _lead_overwrite(lead, fields)
                 else:
                     _lead_on_conflict(lead, parsed, mapping, now)
         if lead.parse_state == Lead.ParseState.PARSED:
             lead_created_emit(lead=lead)
+    return lead
+
+
+def _lead_overwrite(lead: Lead, fields: dict) -> Lead:
+    """A failed parse, now understood: everything the email says replaces what was kept."""
+    for name, value in fields.items():
+        setattr(lead, name, value)
+    lead.save()
     return lead
 
 

@@ -130,6 +130,8 @@ def test_a_lead_is_saved_and_its_side_effects_queued(client):
         ({"steps": {f"q{n}": "a" for n in range(31)}}, "steps"),
         ({"steps": {"q": {"nested": "object"}}}, "steps"),
         ({"utm": {"source": "s" * 201}}, "utm"),
+        ({"lastName": 0}, "lastName"),
+        ({"company": True}, "company"),
     ],
 )
 def test_invalid_fields_get_a_400_naming_them_and_nothing_is_saved(client, overrides, field):
