@@ -160,6 +160,12 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
     # The filesystem transport has no fanout exchange for remote control.
     CELERY_WORKER_ENABLE_REMOTE_CONTROL = False
 
+# Celery's Django fixup closes every DB connection after each task (and, with the psycopg
+# pool in a prefork worker, the whole pool): a new PostgreSQL connection per task, about 60%
+# of a no-op job's cost (bench/jobs). Keep them; config/celery.py hands the connection back
+# around each task as Django does around each request.
+CELERY_DB_REUSE_MAX = env.int("CELERY_DB_REUSE_MAX", default=1000)
+
 # --- Durable jobs ----------------------------------------------------------------
 JOBS_DEFAULT_MAX_ATTEMPTS = env.int("JOBS_DEFAULT_MAX_ATTEMPTS", default=8)
 JOBS_REPLAY_ATTEMPTS = env.int("JOBS_REPLAY_ATTEMPTS", default=3)

@@ -105,10 +105,13 @@ def _recaptcha_check(token: str, *, client_ip: str | None) -> None:
 
 @transaction.atomic
 def lead_create(*, fields: dict, client_ip: str | None, classification: Classification) -> Lead:
+    status = status_for(classification.category)
     lead = Lead.objects.create(
         channel=Lead.Channel.WEB_FORM,
         client_ip=client_ip,
-        status=status_for(classification.category),
+        status=status,
+        # Set here so the fan-out needs no second write: a lead goes to Pipedrive from the start.
+        pipedrive_state=Lead.PipedriveState.PENDING if status == Lead.Status.LEAD else Lead.PipedriveState.NOT_SENT,
         category=classification.category,
         confidence=classification.confidence,
         reasoning=classification.reasoning,

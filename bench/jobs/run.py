@@ -80,7 +80,7 @@ class BenchError(Exception):
     pass
 
 
-# --- services ------------------------------------------------------------------------------
+# --- PostgreSQL and Redis ---------------------------------------------------------------------
 
 
 def redis_store():
@@ -177,9 +177,6 @@ def worker_tail(process, lines=30):
         return ""
 
 
-# --- one phase -----------------------------------------------------------------------------
-
-
 # --- CPU accounting: where the machine's two CPUs went during a phase --------------------------
 
 TICK = os.sysconf("SC_CLK_TCK")
@@ -249,6 +246,9 @@ class CpuMeter:
         result["steal"] = round(delta["steal"] / count * 1e6)
         result["machine_utilisation"] = round(delta["machine_busy"] / (delta["wall"] * os.cpu_count()), 3)
         return result
+
+
+# --- one phase -----------------------------------------------------------------------------
 
 
 def reset(counter, count):
@@ -402,7 +402,7 @@ def verify_jobs(prefix, count):
     }
 
 
-# --- where the time goes: one process, no contention ---------------------------------------
+# --- where the time goes: statements and microseconds per job, worker stopped ----------------
 
 
 def profile(count):
