@@ -4,6 +4,11 @@ Claiming is a conditional UPDATE (status pending → running), so two workers
 that receive the same job id never both run it. Finishing is fenced on the
 attempt number, so a worker whose lease was taken away cannot overwrite the
 outcome of the attempt that replaced it.
+
+Enqueue, claim and finish are one SQL statement each (INSERT … ON CONFLICT,
+UPDATE … RETURNING, UPDATE feeding INSERT): the ORM's get_or_create, update
+then get, and atomic pair took 12 statements per job instead of 5, and
+bench/jobs measured the difference.
 """
 
 import random
@@ -14,7 +19,7 @@ from datetime import timedelta
 
 import structlog
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -54,34 +59,68 @@ def job_enqueue(*, kind, payload, key, run_after=None, max_attempts=None) -> Job
     now = timezone.now()
     run_after = run_after or now
     due_now = run_after <= now
-    job, created = Job.objects.get_or_create(
+    job = Job(
+        kind=kind,
         key=key,
-        defaults={
-            "kind": kind,
-            "payload": payload,
-            "run_after": run_after,
-            "max_attempts": max_attempts or settings.JOBS_DEFAULT_MAX_ATTEMPTS,
-            "dispatched_at": now if due_now else None,
-            "created_at": now,
-        },
+        payload=payload,
+        run_after=run_after,
+        max_attempts=max_attempts or settings.JOBS_DEFAULT_MAX_ATTEMPTS,
+        dispatched_at=now if due_now else None,
+        created_at=now,
     )
-    if created and due_now:
+    if not _insert_unless_key_exists(job):
+        return Job.objects.get(key=key)
+    if due_now:
         transaction.on_commit(lambda: _send_run_messages([job.pk]))
     return job
 
 
-def job_claim(*, job_id) -> Job | None:
-    now = timezone.now()
-    claimed = Job.objects.filter(
-        pk=job_id, status=Job.Status.PENDING, run_after__lte=now
-    ).update(
-        status=Job.Status.RUNNING,
-        attempts=F("attempts") + 1,
-        started_at=now,
-        lease_expires_at=now + timedelta(seconds=settings.JOBS_LEASE_SECONDS),
-        updated_at=now,
+def _insert_unless_key_exists(job) -> bool:
+    """One statement, no savepoint: INSERT ... ON CONFLICT (key) DO NOTHING RETURNING id.
+
+    PostgreSQL and SQLite >= 3.35 both have it. False when a job with this key
+    exists already (committed, or committed by a concurrent transaction we waited for).
+    """
+    fields = [f for f in Job._meta.concrete_fields if not f.primary_key]
+    q = connection.ops.quote_name
+    sql = (
+        f"INSERT INTO {q(Job._meta.db_table)} ({', '.join(q(f.column) for f in fields)})"
+        f" VALUES ({', '.join(['%s'] * len(fields))})"
+        f" ON CONFLICT ({q(Job._meta.get_field('key').column)}) DO NOTHING RETURNING {q(Job._meta.pk.column)}"
     )
-    return Job.objects.get(pk=job_id) if claimed else None
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [f.get_db_prep_save(f.pre_save(job, add=True), connection) for f in fields])
+        row = cursor.fetchone()
+    if row is None:
+        return False
+    job.pk = row[0]
+    job._state.adding = False
+    job._state.db = connection.alias
+    return True
+
+
+def job_claim(*, job_id) -> Job | None:
+    """pending -> running in one statement that also returns the row (UPDATE ... RETURNING)."""
+    now = timezone.now()
+    dt = connection.ops.adapt_datetimefield_value
+    q = connection.ops.quote_name
+    claimed = list(
+        Job.objects.raw(
+            f"UPDATE {q(Job._meta.db_table)} SET status = %s, attempts = attempts + 1, started_at = %s,"
+            " lease_expires_at = %s, updated_at = %s"
+            " WHERE id = %s AND status = %s AND run_after <= %s RETURNING *",
+            [
+                Job.Status.RUNNING,
+                dt(now),
+                dt(now + timedelta(seconds=settings.JOBS_LEASE_SECONDS)),
+                dt(now),
+                job_id,
+                Job.Status.PENDING,
+                dt(now),
+            ],
+        )
+    )
+    return claimed[0] if claimed else None
 
 
 def backoff_delay(attempt: int, retry_after: float | None = None) -> float:
@@ -140,6 +179,10 @@ def _job_finish(job, *, status, outcome, error, duration_ms, retry_in=None) -> b
     }
     if status == Job.Status.PENDING:
         changes.update(run_after=now + timedelta(seconds=retry_in or 0), dispatched_at=None)
+    if status != Job.Status.DEAD and connection.vendor == "postgresql":
+        return _job_finish_one_statement(
+            job, changes, outcome=outcome, error=error, finished_at=now, duration_ms=duration_ms
+        )
     with transaction.atomic():
         # Fenced on the attempt number: a lost lease means another attempt owns the row now.
         fenced = Job.objects.filter(pk=job.pk, status=Job.Status.RUNNING, attempts=job.attempts)
@@ -157,6 +200,29 @@ def _job_finish(job, *, status, outcome, error, duration_ms, retry_in=None) -> b
         if status == Job.Status.DEAD:
             _job_dead_letter(job, error=error, died_at=now)
     return True
+
+
+def _job_finish_one_statement(job, changes, *, outcome, error, finished_at, duration_ms) -> bool:
+    """The fenced UPDATE feeds the attempt INSERT in one statement (PostgreSQL: DML in WITH).
+
+    Same effect as the two statements in a transaction, without BEGIN and COMMIT.
+    """
+    q = connection.ops.quote_name
+    fields = [Job._meta.get_field(name) for name in changes]
+    attempt = JobAttempt._meta
+    sql = (
+        f"WITH fenced AS (UPDATE {q(Job._meta.db_table)}"
+        f" SET {', '.join(f'{q(f.column)} = %s' for f in fields)}"
+        " WHERE id = %s AND status = %s AND attempts = %s RETURNING id)"
+        f" INSERT INTO {q(attempt.db_table)} (job_id, number, started_at, finished_at, outcome, error, duration_ms)"
+        " SELECT id, %s, %s, %s, %s, %s, %s FROM fenced"
+    )
+    params = [f.get_db_prep_save(value, connection) for f, value in zip(fields, changes.values(), strict=True)]
+    params += [job.pk, Job.Status.RUNNING, job.attempts]
+    params += [job.attempts, job.started_at, finished_at, outcome, error, duration_ms]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.rowcount == 1
 
 
 def _job_dead_letter(job, *, error, died_at):
