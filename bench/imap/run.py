@@ -45,11 +45,6 @@ def parse_args():
     parser.add_argument("--concurrency", type=int, default=2, help="worker processes (default 2, as `make run`)")
     parser.add_argument("--target-rate", type=float, default=100.0, help="minimum end-to-end emails/s (default 100)")
     parser.add_argument("--target-ratio", type=float, default=0.5, help="minimum ours/baseline rate (default 0.5)")
-    parser.add_argument(
-        "--worker-settings",
-        default="config.settings",
-        help="settings module of the worker (default config.settings, as shipped; see bench/imap/worker_db_reuse.py)",
-    )
     parser.add_argument("--results", type=Path, default=RESULTS, help="JSON output (default bench/imap/results.json)")
     return parser.parse_args()
 
@@ -156,7 +151,7 @@ def start_worker(server, username, password):
     log = open(OUT_DIR / "worker.log", "wb")  # noqa: SIM115 - closed with the worker
     env = {
         **os.environ,
-        "DJANGO_SETTINGS_MODULE": ARGS.worker_settings,
+        "DJANGO_SETTINGS_MODULE": "config.settings",
         "IMAP_HOST": server.host, "IMAP_PORT": str(server.imaps_port), "IMAP_USER": username,
         "IMAP_PASSWORD": password, "IMAP_CA_FILE": str(server.ca_file),
         # One poll reads the whole mailbox, however long that takes on a busy machine.
