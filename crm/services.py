@@ -174,6 +174,7 @@ def lead_created_replay(*, since, actor: str) -> int:
         Lead.objects.filter(channel=Lead.Channel.EMAIL, parse_state=Lead.ParseState.PARSED, received_at__gte=since)
         .exclude(phone="")
         .exclude(store=None)
+        .only("phone", "franchise", "account_id", "store")
         .order_by("pk")
     )
     emitted, last_pk = 0, 0

@@ -25,9 +25,9 @@ def retry_parked_lead(job):
     try:
         services.email_lead_retry(payload=job.payload)
     except pybreaker.CircuitBreakerError as exc:
-        raise TransientError(
-            "lead writes paused: the circuit breaker is open", retry_after=services.lead_write_breaker_reopens_in()
-        ) from exc
+        # Not before the breaker lets a trial write through, as when the lead was parked.
+        wait = max(services.lead_write_breaker_reopens_in(), settings.LEAD_RETRY_DELAY_SECONDS)
+        raise TransientError("lead writes paused: the circuit breaker is open", retry_after=wait) from exc
     except DatabaseError as exc:
         raise TransientError(
             f"lead write failed: {describe_db_error(exc)}", retry_after=settings.LEAD_RETRY_DELAY_SECONDS

@@ -108,6 +108,14 @@ mail_location = maildir:{root}/mail/%u
 # Throwaway data: durability costs time and buys nothing.
 mail_fsync = never
 mail_max_userip_connections = 50
+# Tests try wrong passwords on purpose: no delay after a failed login, and no growing
+# per-IP penalty (the documented way to turn it off is to close its listener).
+auth_failure_delay = 0
+service anvil {{
+  unix_listener anvil-auth-penalty {{
+    mode = 0
+  }}
+}}
 service imap-login {{
   inet_listener imap {{
     address = 127.0.0.1
