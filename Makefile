@@ -12,7 +12,7 @@ PIP := $(BIN)/python -m pip --disable-pip-version-check
 PORT ?= 8000
 PYTEST_ARGS ?=
 
-.PHONY: help .venv install install-dev run test lint bench-jobs bench-intake bench-redaction bench-imap clean
+.PHONY: help .venv install install-dev run test lint bench-jobs bench-intake bench-redaction bench-imap bench-sync clean
 
 help:
 	@echo "make install      runtime venv (.venv, requirements.txt)"
@@ -24,6 +24,7 @@ help:
 	@echo "make bench-intake POST /api/leads vs a bare insert on daphne, throwaway PostgreSQL + Redis"
 	@echo "make bench-redaction  redaction recall/precision/speed against Presidio and scrubadub"
 	@echo "make bench-imap   5,000 lead emails from a local dovecot, end to end vs django-mailbox's importer"
+	@echo "make bench-sync   daily CRM sync: 10,000 pending among 1,000,000 users vs among 10,000"
 	@echo "make clean        remove var/ and caches (keeps .venv)"
 
 # --- virtualenv: pip runs again only when a requirements file changed ------------------
@@ -85,6 +86,11 @@ bench-imap: install-dev
 	$(PIP) install -r requirements-bench.txt
 	scripts/install-system-deps
 	scripts/with-services $(BIN)/python bench/imap/run.py
+
+bench-sync: install-dev
+	$(PIP) install -r requirements-bench.txt
+	scripts/install-system-deps
+	scripts/with-services $(BIN)/python bench/tracking/sync/run.py
 
 clean:
 	rm -rf var/ .pytest_cache/ .ruff_cache/ .hypothesis/

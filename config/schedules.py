@@ -20,4 +20,8 @@ PERIODIC_TASKS = {
         "task": "tracking.poll_mailboxes",
         "every_seconds": settings.IMAP_POLL_SECONDS,
     },
+    "tracking: daily CRM sync and retention": {
+        "task": "tracking.daily_sync",
+        "crontab": {"minute": "0", "hour": str(settings.TRACKING_SYNC_HOUR_UTC)},
+    },
 }

@@ -119,6 +119,8 @@ if REDIS_URL:
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
             "LOCATION": REDIS_URL,
             "KEY_PREFIX": env.str("CACHE_KEY_PREFIX", default="leadgen"),
+            # One pool per process, not one per request thread (config/cache.py).
+            "OPTIONS": {"pool_class": "config.cache.SharedConnectionPool"},
         }
     }
     CHANNEL_LAYERS = {
@@ -250,7 +252,15 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.AllowAny"],
     "UNAUTHENTICATED_USER": None,
     "NUM_PROXIES": TRUSTED_PROXY_COUNT,
-    "DEFAULT_THROTTLE_RATES": {"leads": LEADS_THROTTLE_RATE, "lookup": "120/min"},
+    "DEFAULT_THROTTLE_RATES": {
+        "leads": LEADS_THROTTLE_RATE,
+        "lookup": "120/min",
+        # Per docs session; past it page views are dropped (the answer is still 204).
+        "docs_activity": env.str("DOCS_ACTIVITY_RATE", default="120/min"),
+        # Per client IP: the MCP server is one client reporting for all its users.
+        "mcp_events": env.str("MCP_EVENTS_RATE", default="6000/min"),
+        "internal_trigger": "30/min",
+    },
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Lead-generation back office API",
@@ -322,8 +332,6 @@ PIPEDRIVE_API_URL = env.str("PIPEDRIVE_API_URL", default="https://api.pipedrive.
 CLICKUP_API_TOKEN = env.str("CLICKUP_API_TOKEN", default="")
 CLICKUP_LIST_ID = env.str("CLICKUP_LIST_ID", default="")  # the "Lead alerts" list
 CLICKUP_API_URL = env.str("CLICKUP_API_URL", default="https://api.clickup.com")
-# The openai SDK's HTTP stack logs every request's full URL at INFO; ours log host and path only.
-LOGGING["loggers"]["httpx2"] = {"level": "WARNING"}
 
 # --- Email lead tracking (tracking/, crm/) ---
 # The mailbox configured here is named "env"; more are added in admin (Mailbox), each naming the
@@ -362,3 +370,24 @@ KAPA_OWNER_SALT = env.str("KAPA_OWNER_SALT", default="")
 KAPA_COMPETITORS = env.list(
     "KAPA_COMPETITORS", default=["Confluent", "WarpStream", "Amazon MSK", "Aiven", "Pulsar", "Kinesis", "AutoMQ"]
 )
+# Service key the MCP server sends in X-Service-Key to POST /api/tracking/mcp-events; empty: endpoint refuses all.
+TRACKING_MCP_SERVICE_KEY = env.str("TRACKING_MCP_SERVICE_KEY", default="")
+# Bearer secret of the internal trigger endpoints (/internal/tracking/sync, …/retention); empty: they answer 404.
+CRM_INVOKE_SECRET = env.str("CRM_INVOKE_SECRET", default="")
+LEAD_RETENTION_DAYS = env.int("LEAD_RETENTION_DAYS", default=30)
+TRACKING_RETENTION_BATCH = env.int("TRACKING_RETENTION_BATCH", default=1000)
+TRACKING_SYNC_HOUR_UTC = env.int("TRACKING_SYNC_HOUR_UTC", default=3)  # the daily sync's beat trigger
+TRACKING_SYNC_CONCURRENCY = env.int("TRACKING_SYNC_CONCURRENCY", default=8)
+TRACKING_SYNC_BATCH = env.int("TRACKING_SYNC_BATCH", default=500)
+# One sync job stops taking users after this long and queues its continuation; below the job lease.
+TRACKING_SYNC_TIME_BUDGET_SECONDS = env.int(
+    "TRACKING_SYNC_TIME_BUDGET_SECONDS", default=min(240, JOBS_LEASE_SECONDS - 60)
+)
+TRACKING_DELIVERY_MAX_ATTEMPTS = env.int("TRACKING_DELIVERY_MAX_ATTEMPTS", default=8)
+
+# --- Docs-site login through Auth0 (tracking/docs_auth.py, integrations/auth0/) ------
+# The login answers 404 until all three are set. The domain is the tenant's (or its custom domain);
+# a full http(s)://host:port URL is accepted too, for a local provider.
+AUTH0_DOMAIN = env.str("AUTH0_DOMAIN", default="")  # e.g. example.eu.auth0.com
+AUTH0_CLIENT_ID = env.str("AUTH0_CLIENT_ID", default="")
+AUTH0_CLIENT_SECRET = env.str("AUTH0_CLIENT_SECRET", default="")

@@ -13,5 +13,6 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("admin/", admin.site.urls),
+    path("", include("tracking.urls")),
     path("", include("leadgen.urls")),
 ]

@@ -8,11 +8,11 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
+from config.db import insert_on_conflict
 from crm.events import lead_created_emit, lead_created_missing_fields
 from crm.models import Contact, Task, TimelineEvent
 from crm.sla import outreach_due_at
 from leadgen.models import Lead
-from tracking.db import insert_on_conflict
 
 logger = structlog.get_logger(__name__)
 

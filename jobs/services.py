@@ -8,13 +8,16 @@ outcome of the attempt that replaced it.
 Enqueue, claim and finish are one SQL statement each (INSERT … ON CONFLICT,
 UPDATE … RETURNING, UPDATE feeding INSERT): the ORM's get_or_create, update
 then get, and atomic pair took 12 statements per job instead of 5, and
-bench/jobs measured the difference.
+bench/jobs measured the difference. Several jobs of one transaction
+(`job_enqueue_many`) are one INSERT, one after-commit callback and one run
+message (bench/intake measured the difference).
 """
 
 import random
 import time
 import traceback
 import uuid
+from collections.abc import Iterable
 from datetime import timedelta
 
 import structlog
@@ -23,6 +26,8 @@ from django.db import connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from config.db import insert_many_on_conflict
+from jobs import JobSpec
 from jobs.errors import PermanentError, SkipJob, TransientError
 from jobs.handlers import PING_KIND
 from jobs.models import Job, JobAttempt
@@ -38,6 +43,7 @@ MAX_ERROR_CHARS = 4000
 
 
 def _send_run_messages(job_ids):
+    """One run message per job: for the sweep and replays, whose jobs any free worker may take."""
     # Imported here: tasks import this module.
     from jobs.tasks import run_job
 
@@ -48,55 +54,93 @@ def _send_run_messages(job_ids):
             logger.warning("job_dispatch_failed", job_id=job_id, error=type(exc).__name__)
 
 
-def job_enqueue(*, kind, payload, key, run_after=None, max_attempts=None) -> Job:
+def _send_one_run_message(job_ids):
+    """One run message for the due jobs of one enqueue call: one publish, whatever their number.
+
+    A single job goes as `jobs.run`, several as `jobs.run_many`, which one
+    worker runs in order. If one of them holds that worker up, the sweep sends
+    the others again after REDISPATCH_AFTER, and whichever worker claims a
+    job first runs it (the claim is a conditional UPDATE).
+    """
+    from jobs.tasks import run_job, run_jobs
+
+    try:
+        if len(job_ids) == 1:
+            run_job.delay(job_ids[0])
+        else:
+            run_jobs.delay(list(job_ids))
+    except Exception as exc:  # broker down: the sweep sends them again later
+        logger.warning("job_dispatch_failed", job_ids=list(job_ids), error=type(exc).__name__)
+
+
+def job_enqueue(*, kind, payload, key, run_after=None, max_attempts=None, dispatch=True) -> Job:
     """Record a side effect in the caller's transaction; an existing key returns its job.
 
     Due jobs are sent to the workers once the transaction commits; later ones
-    are picked up by the sweep when their time comes.
+    are picked up by the sweep when their time comes. `dispatch=False` is for a
+    caller that runs the job itself right after commit (`job_run`): no run
+    message is sent, and the sweep sends one if the job is still pending after
+    REDISPATCH_AFTER (the caller died).
     """
-    if get_handler(kind) is None:
-        raise LookupError(f"no handler registered for job kind {kind!r}")
+    spec = JobSpec(kind=kind, payload=payload, key=key, run_after=run_after, max_attempts=max_attempts)
+    return job_enqueue_many(specs=[spec], dispatch=dispatch)[0]
+
+
+def job_enqueue_many(*, specs: Iterable[JobSpec], dispatch=True) -> list[Job]:
+    """`job_enqueue` for several jobs at once: one INSERT, one after-commit callback, one run message.
+
+    Same guarantees, job by job: every kind must have a handler (checked
+    before anything is written); a key that exists already (or comes twice in
+    `specs`) returns the existing job, which is neither changed nor sent
+    again; due jobs are dispatched after commit, later ones are left to the
+    sweep; `dispatch=False` sends nothing (see job_enqueue). Returns one job
+    per spec, in order.
+
+    One INSERT … ON CONFLICT (key) DO NOTHING RETURNING id, key writes the new
+    rows; only when some keys existed does a SELECT fetch those.
+    """
+    specs = list(specs)
+    for spec in specs:
+        if get_handler(spec.kind) is None:
+            raise LookupError(f"no handler registered for job kind {spec.kind!r}")
     now = timezone.now()
-    run_after = run_after or now
-    due_now = run_after <= now
-    job = Job(
-        kind=kind,
-        key=key,
-        payload=payload,
-        run_after=run_after,
-        max_attempts=max_attempts or settings.JOBS_DEFAULT_MAX_ATTEMPTS,
-        dispatched_at=now if due_now else None,
-        created_at=now,
-    )
-    if not _insert_unless_key_exists(job):
-        return Job.objects.get(key=key)
-    if due_now:
-        transaction.on_commit(lambda: _send_run_messages([job.pk]))
-    return job
-
-
-def _insert_unless_key_exists(job) -> bool:
-    """One statement, no savepoint: INSERT ... ON CONFLICT (key) DO NOTHING RETURNING id.
-
-    PostgreSQL and SQLite >= 3.35 both have it. False when a job with this key
-    exists already (committed, or committed by a concurrent transaction we waited for).
-    """
-    fields = [f for f in Job._meta.concrete_fields if not f.primary_key]
+    candidates = {}  # key -> Job; the first spec of a key wins, as with successive job_enqueue calls
+    for spec in specs:
+        if spec.key in candidates:
+            continue
+        run_after = spec.run_after or now
+        candidates[spec.key] = Job(
+            kind=spec.kind,
+            key=spec.key,
+            payload=spec.payload,
+            run_after=run_after,
+            max_attempts=spec.max_attempts or settings.JOBS_DEFAULT_MAX_ATTEMPTS,
+            dispatched_at=now if run_after <= now else None,
+            created_at=now,
+        )
     q = connection.ops.quote_name
-    sql = (
-        f"INSERT INTO {q(Job._meta.db_table)} ({', '.join(q(f.column) for f in fields)})"
-        f" VALUES ({', '.join(['%s'] * len(fields))})"
-        f" ON CONFLICT ({q(Job._meta.get_field('key').column)}) DO NOTHING RETURNING {q(Job._meta.pk.column)}"
+    rows = insert_many_on_conflict(
+        list(candidates.values()),
+        on_conflict=f"ON CONFLICT ({q(Job._meta.get_field('key').column)}) DO NOTHING",
+        returning=f"{q(Job._meta.pk.column)}, {q(Job._meta.get_field('key').column)}",
     )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [f.get_db_prep_save(f.pre_save(job, add=True), connection) for f in fields])
-        row = cursor.fetchone()
-    if row is None:
-        return False
-    job.pk = row[0]
-    job._state.adding = False
-    job._state.db = connection.alias
-    return True
+    jobs_by_key = {}
+    for pk, key in rows:
+        job = candidates[key]
+        job.pk = pk
+        job._state.adding = False
+        job._state.db = connection.alias
+        jobs_by_key[key] = job
+    new_keys = set(jobs_by_key)
+    if existing_keys := [key for key in candidates if key not in new_keys]:
+        jobs_by_key.update((job.key, job) for job in Job.objects.filter(key__in=existing_keys))
+        if missing := [key for key in existing_keys if key not in jobs_by_key]:
+            raise Job.DoesNotExist(f"jobs with keys {missing} conflicted on insert but cannot be read")
+    # In the order of `specs`: a batch's worker runs them in that order.
+    due = [job.pk for key, job in candidates.items() if key in new_keys and job.dispatched_at is not None]
+    if due and dispatch:
+        transaction.on_commit(lambda: _send_one_run_message(due))
+    return [jobs_by_key[spec.key] for spec in specs]
 
 
 def job_claim(*, job_id) -> Job | None:
@@ -248,9 +292,9 @@ def _jobs_reclaim_expired() -> int:
     reclaimed = 0
     with transaction.atomic():
         expired = list(
-            Job.objects.select_for_update(skip_locked=True).filter(
-                status=Job.Status.RUNNING, lease_expires_at__lt=now
-            )[:SWEEP_BATCH]
+            Job.objects.select_for_update(skip_locked=True).filter(status=Job.Status.RUNNING, lease_expires_at__lt=now)[
+                :SWEEP_BATCH
+            ]
         )
         for job in expired:
             error = "lease expired: the worker died or overran its lease"
@@ -311,9 +355,7 @@ def jobs_replay(*, job_ids, actor: str) -> int:
 def jobs_discard(*, job_ids, actor: str) -> int:
     """Stop pending or dead jobs for good; the row stays as the record."""
     now = timezone.now()
-    count = Job.objects.filter(
-        pk__in=job_ids, status__in=[Job.Status.PENDING, Job.Status.DEAD]
-    ).update(
+    count = Job.objects.filter(pk__in=job_ids, status__in=[Job.Status.PENDING, Job.Status.DEAD]).update(
         status=Job.Status.SKIPPED,
         last_error=f"discarded by {actor}",
         finished_at=now,

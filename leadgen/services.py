@@ -123,24 +123,33 @@ def lead_create(*, fields: dict, client_ip: str | None, classification: Classifi
 
 
 def lead_fan_out(*, lead: Lead) -> None:
-    """Queue what a lead of this status sets off. Keys are per lead, so calling it again adds nothing."""
+    """Queue what a lead of this status sets off. Keys are per lead, so calling it again adds nothing.
+
+    All of a lead's jobs go in one INSERT and one run message (jobs.enqueue_many);
+    the alert first, since one worker runs a batch in order.
+    """
+    specs = []
     if lead.status == Lead.Status.VENDOR:
-        jobs.enqueue(
-            "leadgen.vendor_decline_email", {"lead_id": lead.pk}, key=f"leadgen.vendor_decline_email:{lead.pk}"
-        )
-    if lead.status != Lead.Status.LEAD:
-        return
-    jobs.enqueue("leadgen.lead_alert", {"lead_id": lead.pk}, key=f"leadgen.lead_alert:{lead.pk}")
-    jobs.enqueue("leadgen.pipedrive_sync", {"lead_id": lead.pk}, key=f"leadgen.pipedrive_sync:{lead.pk}")
-    jobs.enqueue(
-        "leadgen.confirmation_email",
-        {"lead_id": lead.pk},
-        key=f"leadgen.confirmation_email:{lead.pk}",
-        run_after=lead.created_at + timedelta(seconds=settings.CONFIRMATION_EMAIL_DELAY),
-    )
-    if lead.pipedrive_state == Lead.PipedriveState.NOT_SENT:
+        specs.append(_lead_job("leadgen.vendor_decline_email", lead))
+    if lead.status == Lead.Status.LEAD:
+        specs += [
+            _lead_job("leadgen.lead_alert", lead),
+            _lead_job("leadgen.pipedrive_sync", lead),
+            _lead_job(
+                "leadgen.confirmation_email",
+                lead,
+                run_after=lead.created_at + timedelta(seconds=settings.CONFIRMATION_EMAIL_DELAY),
+            ),
+        ]
+    if specs:
+        jobs.enqueue_many(specs)
+    if lead.status == Lead.Status.LEAD and lead.pipedrive_state == Lead.PipedriveState.NOT_SENT:
         Lead.objects.filter(pk=lead.pk).update(pipedrive_state=Lead.PipedriveState.PENDING)
         lead.pipedrive_state = Lead.PipedriveState.PENDING
+
+
+def _lead_job(kind: str, lead: Lead, *, run_after=None) -> jobs.JobSpec:
+    return jobs.JobSpec(kind, {"lead_id": lead.pk}, key=f"{kind}:{lead.pk}", run_after=run_after)
 
 
 @transaction.atomic

@@ -5,7 +5,7 @@ from django.conf import settings
 from django.db import DatabaseError
 
 from jobs import PermanentError, TransientError, handler
-from tracking import services
+from tracking import services, sync
 from tracking.db import describe_db_error
 from tracking.selectors import mailbox_settings
 
@@ -32,3 +32,18 @@ def retry_parked_lead(job):
         raise TransientError(
             f"lead write failed: {describe_db_error(exc)}", retry_after=settings.LEAD_RETRY_DELAY_SECONDS
         ) from exc
+
+
+@handler(sync.SYNC_KIND)
+def sync_pending_users(job):
+    sync.profile_sync_run(job=job)
+
+
+@handler(sync.DELIVER_KIND)
+def deliver_profile(job):
+    sync.profile_deliver(user_id=job.payload["user_id"], webhook_id=job.key)
+
+
+@handler(sync.RETENTION_KIND)
+def delete_inactive_users(job):
+    sync.retention_run(job=job)

@@ -22,13 +22,14 @@ from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
 import jobs
+from config.db import insert_on_conflict
 from crm.events import lead_created_emit
 from integrations.imap import FetchedMessage, ImapClient, MailboxSettings
 from jobs.breaker import CacheCircuitStorage, circuit_breaker
 from jobs.models import Job
 from jobs.selectors import jobs_for_key_prefix
 from leadgen.models import Lead
-from tracking.db import describe_db_error, insert_on_conflict
+from tracking.db import describe_db_error
 from tracking.parsing import ParsedLeadEmail, lead_dedup_key, parse_lead_email
 from tracking.selectors import STORE_MAPPING_CACHE_KEY, StoreMappings, store_mappings
 

@@ -2,10 +2,17 @@
 
 from celery import shared_task
 
-from tracking import selectors, services
+from tracking import selectors, services, sync
 
 
 @shared_task(name="tracking.poll_mailboxes")
 def poll_mailboxes():
     """Beat, every IMAP_POLL_SECONDS: a poll job per active mailbox."""
     return [job.pk for job in services.mailbox_polls_enqueue(mailbox_names=selectors.mailbox_names_active())]
+
+
+@shared_task(name="tracking.daily_sync")
+def daily_sync():
+    """Beat, daily at TRACKING_SYNC_HOUR_UTC: only queues the sync and retention jobs."""
+    sync_job, retention_job = sync.daily_sync_start(reason="beat")
+    return [sync_job.pk, retention_job.pk]

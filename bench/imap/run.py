@@ -11,14 +11,11 @@ processed wrongly.
 import argparse
 import json
 import os
-import platform
-import signal
 import statistics
 import subprocess
 import sys
 import time
 import uuid
-from datetime import UTC, datetime
 from datetime import time as clock_time
 from pathlib import Path
 
@@ -57,7 +54,6 @@ django.setup()
 
 import imapclient  # noqa: E402
 import phonenumbers  # noqa: E402
-import redis  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db import connection, transaction  # noqa: E402
@@ -66,6 +62,16 @@ from django_mailbox.models import Mailbox as DjangoMailbox  # noqa: E402
 from django_mailbox.models import Message as DjangoMailboxMessage  # noqa: E402
 
 import jobs  # noqa: E402
+from bench.common import (  # noqa: E402
+    BenchError,
+    CpuMeter,
+    celery_worker_command,
+    check_services,
+    log_tail,
+    machine_info,
+    start_process,
+    stop_process,
+)
 from crm.events import LEAD_CREATED  # noqa: E402
 from crm.models import Contact, Task, TimelineEvent  # noqa: E402
 from jobs.models import Job, JobAttempt  # noqa: E402
@@ -76,47 +82,20 @@ from tests.tracking.support import imap_session, lead_message  # noqa: E402
 from tracking.models import ENV_MAILBOX_NAME, Store  # noqa: E402
 from tracking.services import POLL_KIND, lead_write_breaker  # noqa: E402
 
-
-class BenchError(Exception):
-    pass
-
-
 # --- setup ---------------------------------------------------------------------------------------
 
 
-def check_environment():
-    if connection.vendor != "postgresql":
-        raise BenchError("DATABASE_URL is not PostgreSQL: run under scripts/with-services")
-    for name in ("REDIS_URL", "CELERY_BROKER_URL"):
-        if not os.environ.get(name, "").startswith("redis://"):
-            raise BenchError(f"{name} is not a Redis URL: run under scripts/with-services")
-
-
-def machine_info():
+def bench_info():
     import django_mailbox
 
-    with connection.cursor() as cursor:
-        cursor.execute("SHOW server_version")
-        pg_version = cursor.fetchone()[0]
-    cpu = next(
-        (line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-         if line.startswith("model name")), "",
-    )  # fmt: skip
     dovecot = subprocess.run(["/usr/sbin/dovecot", "--version"], capture_output=True, text=True).stdout.strip()
-    return {
-        "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "nproc": len(os.sched_getaffinity(0)),
-        "cpu": cpu,
-        "python": platform.python_version(),
-        "django": django.get_version(),
-        "postgres": pg_version,
-        "redis": redis.Redis.from_url(os.environ["REDIS_URL"]).info("server")["redis_version"],
-        "dovecot": dovecot,
-        "imapclient": imapclient.__version__,
-        "django_mailbox": getattr(django_mailbox, "__version__", "4.10.1"),
-        "worker": f"1 celery worker, prefork, concurrency {ARGS.concurrency}",
-        "fetch_batch": settings.IMAP_FETCH_BATCH,
-    }
+    return machine_info(
+        dovecot=dovecot,
+        imapclient=imapclient.__version__,
+        django_mailbox=getattr(django_mailbox, "__version__", "4.10.1"),
+        worker=f"1 celery worker, prefork, concurrency {ARGS.concurrency}",
+        fetch_batch=settings.IMAP_FETCH_BATCH,
+    )
 
 
 def phone_numbers(count):
@@ -147,8 +126,6 @@ def reset_data():
 
 
 def start_worker(server, username, password):
-    OUT_DIR.mkdir(parents=True, exist_ok=True)
-    log = open(OUT_DIR / "worker.log", "wb")  # noqa: SIM115 - closed with the worker
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "config.settings",
@@ -157,29 +134,13 @@ def start_worker(server, username, password):
         # One poll reads the whole mailbox, however long that takes on a busy machine.
         "IMAP_POLL_TIME_BUDGET_SECONDS": "3600", "JOBS_LEASE_SECONDS": "3900",
     }  # fmt: skip
-    command = [
-        sys.executable, "-m", "celery", "-A", "config", "worker", "-P", "prefork", "-c", str(ARGS.concurrency),
-        "-n", f"bench-imap-{uuid.uuid4().hex[:8]}@%h", "--without-heartbeat", "--without-gossip",
-        "--without-mingle", "--loglevel", "WARNING",
-    ]  # fmt: skip
-    process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    process.log_file = log
+    command = celery_worker_command(concurrency=ARGS.concurrency, name="bench-imap")
+    process = start_process("worker", command, env=env, out_dir=OUT_DIR)
     ping = job_send_test(actor="bench")
     wait_for(
         lambda: Job.objects.get(pk=ping.pk).status, process, what="the worker to start", done=lambda s: s == "succeeded"
     )
     return process
-
-
-def stop_worker(process):
-    if process.poll() is None:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(timeout=10)
-    process.log_file.close()
 
 
 def wait_for(progress, worker, *, what, done):
@@ -190,75 +151,12 @@ def wait_for(progress, worker, *, what, done):
     last, last_change = None, time.monotonic()
     while not done(current := progress()):
         if worker.poll() is not None:
-            tail = (OUT_DIR / "worker.log").read_text(errors="replace")[-3000:]
-            raise BenchError(f"worker exited with {worker.returncode} waiting for {what}:\n{tail}")
+            raise BenchError(f"worker exited with {worker.returncode} waiting for {what}:\n{log_tail(worker, 40)}")
         if current != last:
             last, last_change = current, time.monotonic()
         if time.monotonic() - last_change > STALL_SECONDS:
             raise BenchError(f"stalled for {STALL_SECONDS}s waiting for {what} (at {current})")
         time.sleep(0.25)
-
-
-# --- CPU accounting: where the machine's CPUs went during a phase -------------------------------
-
-TICK = os.sysconf("SC_CLK_TCK")
-
-
-def _proc_stat(pid):
-    """(ppid, pgrp, own CPU seconds, reaped children's CPU seconds), or None when the process is gone."""
-    try:
-        raw = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = raw[raw.rindex(")") + 2 :].split()
-    utime, stime, cutime, cstime = (int(x) for x in fields[11:15])
-    return int(fields[1]), int(fields[2]), (utime + stime) / TICK, (cutime + cstime) / TICK
-
-
-class CpuMeter:
-    """CPU seconds of this process, the worker, PostgreSQL, Redis and dovecot; the rest is other tenants."""
-
-    def __init__(self, worker, server):
-        with connection.cursor() as cursor:
-            cursor.execute("SHOW data_directory")
-            data_dir = Path(cursor.fetchone()[0])
-        self.postmaster = int((data_dir / "postmaster.pid").read_text().split()[0])
-        self.redis = int(redis.Redis.from_url(os.environ["REDIS_URL"]).info("server")["process_id"])
-        self.groups = {"worker": worker.pid, "dovecot": server.pid}  # both lead their own session
-
-    def sample(self):
-        times = os.times()
-        out = {"bench": times.user + times.system, "worker": 0.0, "postgres": 0.0, "redis": 0.0, "dovecot": 0.0}
-        for pid in (int(name) for name in os.listdir("/proc") if name.isdigit()):
-            stat = _proc_stat(pid)
-            if stat is None:
-                continue
-            ppid, pgrp, own, children = stat
-            for part, leader in self.groups.items():
-                if pgrp == leader:
-                    out[part] += own + (children if pid == leader else 0.0)
-            if pid == self.postmaster:
-                out["postgres"] += own + children  # exited backends are counted in their parent
-            elif ppid == self.postmaster:
-                out["postgres"] += own
-            elif pid == self.redis:
-                out["redis"] += own
-        cpu = [int(x) / TICK for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:9]]
-        out["machine_busy"] = cpu[0] + cpu[1] + cpu[2] + cpu[5] + cpu[6]
-        out["wall"] = time.monotonic()
-        return out
-
-    @staticmethod
-    def per_email(before, after, count):
-        """Microseconds of CPU per email for each part; `other_processes` is everyone else on the machine."""
-        delta = {key: after[key] - before[key] for key in after}
-        parts = ("bench", "worker", "postgres", "redis", "dovecot")
-        ours = sum(delta[part] for part in parts)
-        result = {part: round(delta[part] / count * 1e6) for part in parts}
-        result["total_ours"] = round(ours / count * 1e6)
-        result["other_processes"] = round(max(delta["machine_busy"] - ours, 0.0) / count * 1e6)
-        result["machine_utilisation"] = round(delta["machine_busy"] / (delta["wall"] * os.cpu_count()), 3)
-        return result
 
 
 def pg_counters():
@@ -293,12 +191,8 @@ def run_ours(server, account, count, worker, meter, label):
     start = time.time()
     with transaction.atomic():
         poll = jobs.enqueue(POLL_KIND, {"mailbox": ENV_MAILBOX_NAME}, key=f"bench:{label}:{uuid.uuid4()}")
-    wait_for(
-        TimelineEvent.objects.count, worker, what=f"{count} timeline events", done=lambda events: events >= count
-    )
-    wait_for(
-        Job.objects.filter(status=Job.Status.RUNNING).count, worker, what="jobs to finish", done=lambda n: n == 0
-    )
+    wait_for(TimelineEvent.objects.count, worker, what=f"{count} timeline events", done=lambda events: events >= count)
+    wait_for(Job.objects.filter(status=Job.Status.RUNNING).count, worker, what="jobs to finish", done=lambda n: n == 0)
     after, pg_after = meter.sample(), pg_counters()
     end = TimelineEvent.objects.aggregate(last=Max("created_at"))["last"].timestamp()
     poll.refresh_from_db()
@@ -323,7 +217,7 @@ def run_ours(server, account, count, worker, meter, label):
         "poll_seconds": round((poll.finished_at - poll.started_at).total_seconds(), 3),
         "poll_rate": round(count / (poll.finished_at - poll.started_at).total_seconds(), 1),
         "check": check,
-        "cpu_us_per_email": CpuMeter.per_email(before, after, count),
+        "cpu_us_per_email": meter.per_unit(before, after, count),
         "postgres_per_email": per_email(pg_before, pg_after, count),
     }
 
@@ -351,15 +245,15 @@ def run_django_mailbox(server, count, meter):
         "total_seconds": round(total, 3),
         "rate": round(count / total, 1),
         "check": check,
-        "cpu_us_per_email": CpuMeter.per_email(before, after, count),
+        "cpu_us_per_email": meter.per_unit(before, after, count),
         "postgres_per_email": per_email(pg_before, pg_after, count),
     }
 
 
 def main():
-    check_environment()
+    check_services()
     call_command("migrate", verbosity=0)
-    info = machine_info()
+    info = bench_info()
     Store.objects.update_or_create(
         tracking_id="BENCH1",
         defaults={"franchise": "Bench Fitness", "name": "Bench", "account_id": "acct-bench",
@@ -370,7 +264,7 @@ def main():
         account = server.add_user()
         worker = start_worker(server, *account)
         try:
-            meter = CpuMeter(worker, server)
+            meter = CpuMeter(groups={"worker": [worker.pid], "dovecot": [server.pid]})
             if ARGS.warmup:
                 run_django_mailbox(server, ARGS.warmup, meter)
                 run_ours(server, account, ARGS.warmup, worker, meter, "warmup")
@@ -386,7 +280,7 @@ def main():
                     phases.append(phase)
                 results["rounds"].append(phases)
         finally:
-            stop_worker(worker)
+            stop_process(worker, timeout=20)
 
     phases = [phase for phases in results["rounds"] for phase in phases]
     rates = {path: [p["rate"] for p in phases if p["path"] == path] for path in ("ours", "django-mailbox")}

@@ -4,8 +4,9 @@ Not the project's endpoint: a bench-only sketch of the recommended shape, with
 the same steps the bench exercises (body size limit, DRF's scoped throttle,
 LeadInputSerializer, the same prompt and strict answer parsing with the rules
 as fallback, then the project's own `leadgen.services.lead_create`, jobs and
-all). The difference is where the request waits: the classifier call is
-awaited on the event loop through `openai.AsyncOpenAI`, so a request holds a
+all). The difference is where the request waits: the classifier call (the
+project's request body and answer parsing) is awaited on the event loop
+through aiohttp (requirements-bench.txt), so a request holds a
 thread (and a DB connection) only for the short database part, instead of a
 thread for its whole life. Idempotency keys, the chat key, reCAPTCHA and the
 prototype buckets are left out: the bench sends none of them and they are
@@ -16,7 +17,7 @@ import asyncio
 import json
 from types import SimpleNamespace
 
-import openai
+import aiohttp
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.http import JsonResponse
@@ -27,27 +28,24 @@ from rest_framework.throttling import ScopedRateThrottle
 
 from config.api import error_body
 from integrations import llm
-from integrations.llm.prompts import CLASSIFY_SUBMISSION_SYSTEM_PROMPT
 from leadgen import services
 from leadgen.models import Lead
 from leadgen.rules import Classification, classify_by_rules
 from leadgen.serializers import LeadCreatedSerializer, LeadInputSerializer
 
-_clients = {}  # one AsyncOpenAI per event loop (daphne runs one; the test client makes one per request)
+_sessions = {}  # one aiohttp session per event loop (daphne runs one; the test client makes one per request)
 
 
-def _async_client():
+def _session():
     loop = asyncio.get_running_loop()
-    if loop not in _clients:
-        for stale in [other for other in _clients if other.is_closed()]:
-            del _clients[stale]
-        _clients[loop] = openai.AsyncOpenAI(
-            base_url=settings.LLM_BASE_URL,
-            api_key=settings.LLM_API_KEY,
-            timeout=settings.LLM_TIMEOUT_SECONDS,
-            max_retries=0,
+    if loop not in _sessions:
+        for stale in [other for other in _sessions if other.is_closed()]:
+            del _sessions[stale]
+        _sessions[loop] = aiohttp.ClientSession(
+            timeout=aiohttp.ClientTimeout(total=settings.LLM_TIMEOUT_SECONDS),
+            headers={"Authorization": f"Bearer {settings.LLM_API_KEY}"},
         )
-    return _clients[loop]
+    return _sessions[loop]
 
 
 async def classify(fields: dict) -> Classification:
@@ -58,19 +56,12 @@ async def classify(fields: dict) -> Classification:
         "name": f"{fields.get('first_name', '')} {fields.get('last_name', '')}".strip(),
         "service_type": fields.get("service_type", ""),
     }
+    url = settings.LLM_BASE_URL.rstrip("/") + "/chat/completions"
     try:
-        completion = await _async_client().chat.completions.create(
-            model=settings.LLM_MODEL,
-            messages=[
-                {"role": "system", "content": CLASSIFY_SUBMISSION_SYSTEM_PROMPT},
-                {"role": "user", "content": llm.submission_as_data(submission)},
-            ],
-            response_format={"type": "json_object"},
-            temperature=0,
-            max_tokens=llm.MAX_ANSWER_TOKENS,
-        )
-        answer, _problem = llm.parse_classification(completion.choices[0].message.content)
-    except (openai.OpenAIError, AttributeError, IndexError, TypeError):
+        async with _session().post(url, json=llm.classification_body(settings.LLM_MODEL, submission)) as response:
+            completion = await response.json(content_type=None) if response.status == 200 else None
+        answer, _problem = llm.parse_classification(llm.completion_content(completion))
+    except (TimeoutError, aiohttp.ClientError, ValueError):
         answer = None
     if answer:
         return Classification(answer.category, answer.confidence, answer.reasoning, Lead.Classifier.LLM)

@@ -24,16 +24,13 @@ import argparse
 import asyncio
 import json
 import os
-import platform
 import shutil
-import signal
 import socket
 import statistics
 import subprocess
 import sys
 import threading
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -61,9 +58,9 @@ def parse_args():
     parser.add_argument("--target-ratio", type=float, default=0.6, help="scenario 1 target (default 0.6)")
     parser.add_argument("--target-rate", type=float, default=100.0, help="scenario 2 target, leads/s (default 100)")
     parser.add_argument("--scenarios", default="1,2", help="which scenarios to run (default 1,2)")
-    parser.add_argument("--daphne-procs", type=int, default=1,
+    parser.add_argument("--daphne-procs", type=int, default=2,
                         help="daphne processes, each on its own port; the clients are spread over them as a load "
-                             "balancer would (default 1)")  # fmt: skip
+                             "balancer would (default 2: one per core, the recommended production setup)")  # fmt: skip
     parser.add_argument("--experiments", default="",
                         help="comma-separated names from bench/intake/experiments.py, for daphne and the "
                              "in-process profile (default none)")  # fmt: skip
@@ -136,20 +133,18 @@ from django.conf import settings  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 
+from bench.common import (  # noqa: E402
+    BenchError,
+    CpuMeter,
+    check_alive,
+    check_services,
+    log_tail,
+    machine_info,
+    start_process,
+    stop_process,
+)
 from jobs.models import Job  # noqa: E402
 from leadgen.models import Lead  # noqa: E402
-
-
-class BenchError(Exception):
-    pass
-
-
-def check_environment():
-    if connection.vendor != "postgresql":
-        raise BenchError("DATABASE_URL is not PostgreSQL: run under scripts/with-services")
-    for name in ("REDIS_URL", "CELERY_BROKER_URL"):
-        if not os.environ.get(name, "").startswith("redis://"):
-            raise BenchError(f"{name} is not a Redis URL: run under scripts/with-services")
 
 
 def daphne_overrides(items=None):
@@ -162,84 +157,36 @@ def daphne_overrides(items=None):
     return out
 
 
-def machine_info():
-    with connection.cursor() as cursor:
-        cursor.execute("SHOW server_version")
-        pg_version = cursor.fetchone()[0]
-        cursor.execute("SHOW max_connections")
-        pg_max_connections = int(cursor.fetchone()[0])
-    cpu = ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+def bench_info():
     import asgiref
     import daphne
-    import openai
+    import requests
     import rest_framework
 
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW max_connections")
+        pg_max_connections = int(cursor.fetchone()[0])
     overrides = daphne_overrides()
     pool = dict(settings.DATABASES["default"].get("OPTIONS", {}).get("pool") or {})
     for key, name in (("min_size", "DATABASE_POOL_MIN_SIZE"), ("max_size", "DATABASE_POOL_MAX_SIZE"),
                       ("timeout", "DATABASE_POOL_TIMEOUT")):  # fmt: skip
         if name in overrides:
             pool[key] = overrides[name]
-    return {
-        "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "nproc": len(os.sched_getaffinity(0)),
-        "cpu": cpu,
-        "kernel": platform.release(),
-        "python": platform.python_version(),
-        "django": django.get_version(),
-        "djangorestframework": rest_framework.VERSION,
-        "daphne": daphne.__version__,
-        "asgiref": asgiref.__version__,
-        "openai": openai.__version__,
-        "psycopg": psycopg.__version__,
-        "aiohttp": aiohttp.__version__,
-        "postgres": pg_version,
-        "postgres_max_connections": pg_max_connections,
-        "redis": redis.Redis.from_url(os.environ["REDIS_URL"]).info("server")["redis_version"],
-        "server": f"{ARGS.daphne_procs} daphne process(es); sync DRF views run in a thread per request",
-        "daphne_env_overrides": overrides,
-        "experiments": ARGS.experiments or None,
-        "database_pool_per_process": pool,
-        "loadavg_at_start": os.getloadavg(),
-    }
+    return machine_info(
+        djangorestframework=rest_framework.VERSION,
+        daphne=daphne.__version__,
+        asgiref=asgiref.__version__,
+        requests=requests.__version__,
+        aiohttp=aiohttp.__version__,
+        postgres_max_connections=pg_max_connections,
+        server=f"{ARGS.daphne_procs} daphne process(es); sync DRF views run in a thread per request",
+        daphne_env_overrides=overrides,
+        experiments=ARGS.experiments or None,
+        database_pool_per_process=pool,
+    )
 
 
 # --- processes -------------------------------------------------------------------------------
-
-
-def start_process(name, command, env):
-    OUT_DIR.mkdir(parents=True, exist_ok=True)
-    log_path = OUT_DIR / f"{name}.log"
-    log = open(log_path, "wb")  # noqa: SIM115 - closed with the process
-    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-                               start_new_session=True)  # fmt: skip
-    process.log_file, process.log_path, process.name = log, log_path, name
-    return process
-
-
-def stop_process(process):
-    if process.poll() is None:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(timeout=10)
-    process.log_file.close()
-
-
-def log_tail(process, lines=30):
-    try:
-        return "\n".join(process.log_path.read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return ""
 
 
 def wait_http(process, url, timeout=60.0):
@@ -248,8 +195,7 @@ def wait_http(process, url, timeout=60.0):
 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise BenchError(f"{process.name} exited with {process.returncode}:\n{log_tail(process)}")
+        check_alive(process)
         try:
             with urllib.request.urlopen(url, timeout=2) as response:
                 if response.status == 200:
@@ -281,98 +227,21 @@ class Server:
     def start(self):
         for i, port in enumerate(self.ports):
             command = [str(BIN / "daphne"), "-b", "127.0.0.1", "-p", str(port), "config.asgi:application"]
-            self.processes.append(start_process(f"daphne-{self.name}{i}", command, self.env))
+            self.processes.append(start_process(f"daphne-{self.name}{i}", command, env=self.env, out_dir=OUT_DIR))
         for process, url in zip(self.processes, self.urls, strict=True):
             wait_http(process, f"{url}/healthz")
 
     def check_alive(self):
         for process in self.processes:
-            if process.poll() is not None:
-                raise BenchError(f"{process.name} exited with {process.returncode}:\n{log_tail(process)}")
+            check_alive(process)
 
     def stop(self):
         for process in self.processes:
-            stop_process(process)
+            stop_process(process, timeout=10)
 
     @property
     def pids(self):
         return [p.pid for p in self.processes]
-
-
-# --- CPU accounting: where the machine's two CPUs went during a phase --------------------------
-
-TICK = os.sysconf("SC_CLK_TCK")
-
-
-def _proc_stat(pid):
-    """(ppid, utime+stime, cutime+cstime) in seconds, or None when the process is gone."""
-    try:
-        raw = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = raw[raw.rindex(")") + 2 :].split()
-    utime, stime, cutime, cstime = (int(x) for x in fields[11:15])
-    return int(fields[1]), (utime + stime) / TICK, (cutime + cstime) / TICK
-
-
-class CpuMeter:
-    """CPU seconds of the load generator (this process), daphne, PostgreSQL, Redis, the fake LLM, the rest."""
-
-    PARTS = ("loadgen", "daphne", "postgres", "redis", "fake_llm")
-
-    def __init__(self, fake):
-        self.daphnes, self.fake = set(), fake.pid  # daphnes: the pids of the server group being measured
-        with connection.cursor() as cursor:
-            cursor.execute("SHOW data_directory")
-            data_dir = Path(cursor.fetchone()[0])
-        try:
-            self.postmaster = int((data_dir / "postmaster.pid").read_text().split()[0])
-        except (OSError, ValueError):
-            self.postmaster = None
-        self.redis_pid = int(redis.Redis.from_url(os.environ["REDIS_URL"]).info("server")["process_id"])
-
-    def sample(self):
-        times = os.times()
-        out = dict.fromkeys(self.PARTS, 0.0)
-        out["loadgen"] = times.user + times.system
-        for name in os.listdir("/proc"):
-            if not name.isdigit():
-                continue
-            pid = int(name)
-            st = _proc_stat(pid)
-            if st is None:
-                continue
-            ppid, own, children = st
-            if pid in self.daphnes:
-                out["daphne"] += own
-            elif pid == self.fake:
-                out["fake_llm"] += own
-            elif pid == self.postmaster:
-                out["postgres"] += own + children  # exited backends end up in the postmaster's children time
-            elif ppid == self.postmaster:
-                out["postgres"] += own
-            elif pid == self.redis_pid:
-                out["redis"] += own
-        cpu = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
-        user, nice, system, _idle, _iowait, irq, softirq, steal = (int(x) / TICK for x in cpu[:8])
-        out["machine_busy"] = user + nice + system + irq + softirq
-        out["steal"] = steal
-        out["wall"] = time.monotonic()
-        return out
-
-    @classmethod
-    def per_request(cls, before, after, count):
-        """Microseconds of CPU per measured request for each part; `other_processes` is the rest of the machine."""
-        delta = {k: after[k] - before[k] for k in after}
-        ours = sum(delta[k] for k in cls.PARTS)
-        n = max(count, 1)
-        result = {k: round(delta[k] / n * 1e6) for k in cls.PARTS}
-        result["total_ours"] = round(ours / n * 1e6)
-        result["other_processes"] = round(max(delta["machine_busy"] - ours, 0.0) / n * 1e6)
-        result["daphne_cores"] = round(delta["daphne"] / delta["wall"], 2)
-        result["other_cores"] = round(max(delta["machine_busy"] - ours, 0.0) / delta["wall"], 2)
-        result["machine_utilisation"] = round(delta["machine_busy"] / (delta["wall"] * os.cpu_count()), 3)
-        return result
 
 
 class Sampler(threading.Thread):
@@ -512,7 +381,7 @@ def run_phase(server, *, scenario, round_no, endpoint, concurrency, meter):
     path = INTAKE_PATH if endpoint == "intake" else BARE_PATH
     jobs_before = Job.objects.count()
     http_json("POST", f"{FAKE_URL}/_stats/reset")
-    meter.daphnes = set(server.pids)
+    meter.groups["daphne"] = server.pids
     for url in server.urls:
         http_json("GET", f"{url}/bench/pool-stats")  # pops: the counters start from zero
     counters_before = server_counters()
@@ -597,7 +466,7 @@ def run_phase(server, *, scenario, round_no, endpoint, concurrency, meter):
         "errors": sum(error_kinds.values()),
         "error_kinds": error_kinds,
         "upstream_max_inflight": upstream["max_inflight"] if endpoint == "intake" else None,
-        "cpu_us_per_request": CpuMeter.per_request(window["start"], window["end"], len(in_window)),
+        "cpu_us_per_request": meter.per_unit(window["start"], window["end"], len(in_window)),
         "samples": samples,
         "servers_per_request": per_request,
         "db_pool": db_pool,
@@ -683,7 +552,8 @@ def profile(count):
         (lead_services, "lead_classify"),
         (lead_services, "lead_create"),
         (lead_services, "lead_fan_out"),
-        (job_services, "_send_run_messages"),
+        (job_services, "insert_many_on_conflict"),
+        (job_services, "_send_one_run_message"),
     ]
     client = Client(SERVER_NAME="localhost")
     out = {}
@@ -717,13 +587,14 @@ def profile(count):
 
 
 LABELS = {
-    "create": "INSERTs (QuerySet.create: the lead; for intake also its 3 jobs)",
+    "create": "INSERT of the lead (QuerySet.create)",
     "check_throttles": "throttle (DRF ScopedRateThrottle: cache get + set on Redis)",
     "is_valid": "LeadInputSerializer validation",
-    "lead_classify": "LLM call (openai SDK, HTTP round trip to the fake)",
+    "lead_classify": "LLM call (integrations.llm over HttpClient, HTTP round trip to the fake)",
     "lead_create": "lead_create's own: BEGIN/COMMIT, building the row",
-    "lead_fan_out": "jobs.enqueue x3 less their INSERTs (SELECT + SAVEPOINT/RELEASE each) + UPDATE lead",
-    "_send_run_messages": "after commit: 2 Celery run messages published to Redis",
+    "lead_fan_out": "lead_fan_out + jobs.enqueue_many less the INSERT: building the 3 jobs",
+    "insert_many_on_conflict": "INSERT of the 3 jobs (one INSERT … ON CONFLICT … RETURNING)",
+    "_send_one_run_message": "after commit: one Celery run message (jobs.run_many) published to Redis",
 }
 
 
@@ -751,7 +622,7 @@ def run_profile_subprocess(experiments):
 
 
 def main():
-    check_environment()
+    check_services()
     if ARGS.profile_only:
         ARGS.results.write_text(json.dumps(profile(ARGS.profile_count), indent=2) + "\n")
         return 0
@@ -766,7 +637,7 @@ def main():
         variant_env = {**os.environ, **daphne_overrides(), **daphne_overrides(ARGS.variant_env),
                        "BENCH_EXPERIMENTS": ARGS.variant_experiments or ""}  # fmt: skip
         servers.append(Server("variant", ARGS.variant_procs or ARGS.daphne_procs, variant_env))
-    info = machine_info()
+    info = bench_info()
     if variant:
         info["variant"] = {"experiments": ARGS.variant_experiments, "procs": servers[1].ports and len(servers[1].ports),
                            "env": daphne_overrides(ARGS.variant_env)}  # fmt: skip
@@ -778,14 +649,15 @@ def main():
         print(f"variant: {info['variant']}", flush=True)
 
     fake = start_process("fake_llm", [sys.executable, "bench/intake/fake_llm.py", "--port", str(FAKE_PORT)],
-                         dict(os.environ))  # fmt: skip
+                         env=dict(os.environ), out_dir=OUT_DIR)  # fmt: skip
     phases, failed_check, profiles = [], False, {}
     try:
         wait_http(fake, f"{FAKE_URL}/_stats")
         for server in servers:
             server.start()
             warm_up(server.urls)
-        meter = CpuMeter(fake)
+        # The daphne group is set per phase to the server being measured.
+        meter = CpuMeter(own="loadgen", groups={"daphne": [], "fake_llm": [fake.pid]})
         for server in servers:
             print(f"{server.name}: daphne pid(s) {server.pids} on port(s) {server.ports}", flush=True)
         print(f"fake LLM pid {fake.pid}; all up and warm", flush=True)
@@ -818,7 +690,7 @@ def main():
     finally:
         for server in servers:
             server.stop()
-        stop_process(fake)
+        stop_process(fake, timeout=10)
 
     summary = {server.name: summarise([p for p in phases if p["server"] == server.name]) for server in servers}
     print_table(phases, summary)

@@ -6,9 +6,7 @@ from bench.intake import experiments
 from bench.intake.bare import BareLeadCreateView, PoolStatsView
 from config.urls import urlpatterns as project_urlpatterns
 
-experiments.apply()  # no-op unless BENCH_EXPERIMENTS is set
-
-urlpatterns = experiments.urlpatterns() + [
+urlpatterns = experiments.urlpatterns() + [  # experiments: none unless BENCH_EXPERIMENTS is set
     path("bench/bare-leads", BareLeadCreateView.as_view(), name="bench-bare-leads"),
     path("bench/pool-stats", PoolStatsView.as_view(), name="bench-pool-stats"),
     *project_urlpatterns,

@@ -10,13 +10,9 @@ See bench/jobs/README.md for what is measured and the results. Exit status:
 import argparse
 import json
 import os
-import platform
-import signal
 import statistics
-import subprocess
 import sys
 import time
-import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -71,181 +67,59 @@ from django.db.models import Count, Max  # noqa: E402
 from django.test.utils import CaptureQueriesContext  # noqa: E402
 
 import jobs  # noqa: E402
+from bench.common import (  # noqa: E402
+    BenchError,
+    CpuMeter,
+    celery_worker_command,
+    check_alive,
+    check_services,
+    log_tail,
+    machine_info,
+    redis_client,
+    start_process,
+    stop_process,
+)
 from bench.jobs import handlers as bench  # noqa: E402
 from jobs import services  # noqa: E402
 from jobs.models import Job, JobAttempt  # noqa: E402
-
-
-class BenchError(Exception):
-    pass
-
 
 # --- PostgreSQL and Redis ---------------------------------------------------------------------
 
 
 def redis_store():
-    return redis.Redis.from_url(os.environ["REDIS_URL"])
+    return redis_client()
 
 
 def broker():
-    return redis.Redis.from_url(settings.CELERY_BROKER_URL)
+    return redis_client(settings.CELERY_BROKER_URL)
 
 
-def check_environment():
-    if connection.vendor != "postgresql":
-        raise BenchError("DATABASE_URL is not PostgreSQL: run under scripts/with-services")
-    for name in ("REDIS_URL", "CELERY_BROKER_URL"):
-        if not os.environ.get(name, "").startswith("redis://"):
-            raise BenchError(f"{name} is not a Redis URL: run under scripts/with-services")
-
-
-def machine_info():
-    with connection.cursor() as cursor:
-        cursor.execute("SHOW server_version")
-        pg_version = cursor.fetchone()[0]
-    cpu = ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+def bench_info():
     import celery
     import kombu
-    import psycopg
 
-    return {
-        "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "nproc": len(os.sched_getaffinity(0)),
-        "cpu": cpu,
-        "kernel": platform.release(),
-        "python": platform.python_version(),
-        "django": django.get_version(),
-        "celery": celery.__version__,
-        "kombu": kombu.__version__,
-        "psycopg": psycopg.__version__,
-        "postgres": pg_version,
-        "redis": redis_store().info("server")["redis_version"],
-        "redis_py": redis.__version__,
-        "worker": f"1 celery worker, prefork, concurrency {ARGS.concurrency}",
-        "prefetch_multiplier": settings.CELERY_WORKER_PREFETCH_MULTIPLIER,
-        "acks_late": settings.CELERY_TASK_ACKS_LATE,
-        "conn_max_age": settings.DATABASES["default"].get("CONN_MAX_AGE"),
-        "conn_health_checks": settings.DATABASES["default"].get("CONN_HEALTH_CHECKS"),
-        "db_pool": settings.DATABASES["default"].get("OPTIONS", {}).get("pool"),
-        "celery_db_reuse_max": getattr(settings, "CELERY_DB_REUSE_MAX", None),
-        "loadavg_at_start": os.getloadavg(),
-    }
+    return machine_info(
+        celery=celery.__version__,
+        kombu=kombu.__version__,
+        redis_py=redis.__version__,
+        worker=f"1 celery worker, prefork, concurrency {ARGS.concurrency}",
+        prefetch_multiplier=settings.CELERY_WORKER_PREFETCH_MULTIPLIER,
+        acks_late=settings.CELERY_TASK_ACKS_LATE,
+        conn_max_age=settings.DATABASES["default"].get("CONN_MAX_AGE"),
+        conn_health_checks=settings.DATABASES["default"].get("CONN_HEALTH_CHECKS"),
+        db_pool=settings.DATABASES["default"].get("OPTIONS", {}).get("pool"),
+        celery_db_reuse_max=getattr(settings, "CELERY_DB_REUSE_MAX", None),
+    )
 
 
 # --- the worker ----------------------------------------------------------------------------
 
 
 def start_worker():
-    OUT_DIR.mkdir(parents=True, exist_ok=True)
-    log_path = OUT_DIR / "worker.log"
-    includes = ",".join([*ARGS.include, "bench.jobs.handlers"])
-    command = [
-        sys.executable, "-m", "celery", "-A", "config", "worker",
-        "-P", "prefork", "-c", str(ARGS.concurrency), "--include", includes,
-        "-n", f"bench-{uuid.uuid4().hex[:8]}@%h",
-        "--without-heartbeat", "--without-gossip", "--without-mingle", "--loglevel", "WARNING",
-    ]  # fmt: skip
-    log = open(log_path, "wb")  # noqa: SIM115 - closed with the worker
-    process = subprocess.Popen(command, cwd=ROOT, env=dict(os.environ), stdout=log, stderr=subprocess.STDOUT,
-                               start_new_session=True)  # fmt: skip
-    process.log_file, process.log_path = log, log_path
-    return process
-
-
-def stop_worker(process):
-    if process.poll() is None:
-        os.killpg(process.pid, signal.SIGTERM)  # warm shutdown: the queue is empty by now
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(timeout=10)
-    process.log_file.close()
-
-
-def worker_tail(process, lines=30):
-    try:
-        return "\n".join(process.log_path.read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return ""
-
-
-# --- CPU accounting: where the machine's two CPUs went during a phase --------------------------
-
-TICK = os.sysconf("SC_CLK_TCK")
-
-
-def _proc_stat(pid):
-    """(ppid, pgrp, utime+stime, cutime+cstime) in seconds, or None when the process is gone."""
-    try:
-        raw = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    fields = raw[raw.rindex(")") + 2 :].split()
-    ppid, pgrp = int(fields[1]), int(fields[2])
-    utime, stime, cutime, cstime = (int(x) for x in fields[11:15])
-    return ppid, pgrp, (utime + stime) / TICK, (cutime + cstime) / TICK
-
-
-def _all_pids():
-    return [int(name) for name in os.listdir("/proc") if name.isdigit()]
-
-
-class CpuMeter:
-    """CPU seconds used by this process, the worker, our PostgreSQL, our Redis and everything else."""
-
-    def __init__(self, worker):
-        self.worker_pgid = worker.pid  # started in its own session: pgid == pid
-        with connection.cursor() as cursor:
-            cursor.execute("SHOW data_directory")
-            data_dir = Path(cursor.fetchone()[0])
-        try:
-            self.postmaster = int((data_dir / "postmaster.pid").read_text().split()[0])
-        except (OSError, ValueError):
-            self.postmaster = None
-        self.redis_pid = int(redis_store().info("server")["process_id"])
-
-    def sample(self):
-        times = os.times()
-        out = {"bench": times.user + times.system, "worker": 0.0, "postgres": 0.0, "redis": 0.0}
-        for pid in _all_pids():
-            st = _proc_stat(pid)
-            if st is None:
-                continue
-            ppid, pgrp, own, children = st
-            if pgrp == self.worker_pgid:
-                out["worker"] += own + (children if pid == self.worker_pgid else 0.0)
-            elif pid == self.postmaster:
-                out["postgres"] += own + children  # exited backends end up in the postmaster's children time
-            elif ppid == self.postmaster:
-                out["postgres"] += own
-            elif pid == self.redis_pid:
-                out["redis"] += own
-        cpu = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
-        user, nice, system, idle, iowait, irq, softirq, steal = (int(x) / TICK for x in cpu[:8])
-        out["machine_busy"] = user + nice + system + irq + softirq
-        out["steal"] = steal
-        out["wall"] = time.monotonic()
-        return out
-
-    @staticmethod
-    def per_job(before, after, count):
-        """Microseconds of CPU per job for each part; `other` is the rest of the machine (other tenants)."""
-        delta = {k: after[k] - before[k] for k in after}
-        ours = delta["bench"] + delta["worker"] + delta["postgres"] + delta["redis"]
-        result = {k: round(delta[k] / count * 1e6) for k in ("bench", "worker", "postgres", "redis")}
-        result["total_ours"] = round(ours / count * 1e6)
-        result["other_processes"] = round(max(delta["machine_busy"] - ours, 0.0) / count * 1e6)
-        result["steal"] = round(delta["steal"] / count * 1e6)
-        result["machine_utilisation"] = round(delta["machine_busy"] / (delta["wall"] * os.cpu_count()), 3)
-        return result
+    command = celery_worker_command(
+        concurrency=ARGS.concurrency, name="bench", include=[*ARGS.include, "bench.jobs.handlers"]
+    )
+    return start_process("worker", command, env=dict(os.environ), out_dir=OUT_DIR)
 
 
 # --- one phase -----------------------------------------------------------------------------
@@ -282,8 +156,7 @@ def wait_count(counter, count, worker):
             next_report += 30
         if done != last:
             last, last_change = done, time.monotonic()
-        if worker.poll() is not None:
-            raise BenchError(f"worker exited with {worker.returncode}:\n{worker_tail(worker)}")
+        check_alive(worker)
         if time.monotonic() - last_change > STALL_SECONDS:
             return done
         time.sleep(0.01)
@@ -334,7 +207,7 @@ def run_celery(count, worker, meter):
         "enqueue_seconds": published - start,
         "total_seconds": end - start,
         "rate": count / (end - start),
-        "cpu_us_per_op": CpuMeter.per_job(cpu_before, cpu_after, count),
+        "cpu_us_per_op": meter.per_unit(cpu_before, cpu_after, count),
         "postgres_per_op": {k: round((after_pg[k] - before_pg[k]) / count, 2) for k in after_pg},
     }
 
@@ -373,7 +246,7 @@ def run_jobs(count, worker, meter, round_no):
         "total_seconds": end - start,
         "rate": count / (end - start) if end > start else 0.0,
         "check": check,
-        "cpu_us_per_op": CpuMeter.per_job(cpu_before, cpu_after, count),
+        "cpu_us_per_op": meter.per_unit(cpu_before, cpu_after, count),
         "postgres_per_op": {k: round((after[k] - before[k]) / count, 2) for k in after},
     }
     return result
@@ -541,9 +414,9 @@ def summarize_rounds(rounds, failed):
 
 def main():
     started = time.monotonic()
-    check_environment()
+    check_services()
     call_command("migrate", verbosity=0)
-    info = machine_info()
+    info = bench_info()
     print(f"machine: {info['nproc']} CPU ({info['cpu']}), Python {info['python']}, PostgreSQL {info['postgres']},"
           f" Redis {info['redis']}; {info['worker']}")  # fmt: skip
     redis_store().delete(bench.CELERY_COUNTER, bench.JOBS_COUNTER)
@@ -552,7 +425,7 @@ def main():
     worker = start_worker()
     rounds, profile_out, failed = [], None, False
     try:
-        meter = CpuMeter(worker)
+        meter = CpuMeter(groups={"worker": [worker.pid]})
         # Ready when it has run a warm-up of both kinds (imports done, DB connections open in both children).
         t0 = time.monotonic()
         warm = max(ARGS.warmup, 1)
@@ -560,13 +433,13 @@ def main():
         for _ in range(warm):
             bench.celery_noop.delay()
         if wait_count(bench.CELERY_COUNTER, warm, worker) < warm:
-            raise BenchError(f"worker not ready:\n{worker_tail(worker)}")
+            raise BenchError(f"worker not ready:\n{log_tail(worker)}")
         reset(bench.JOBS_COUNTER, warm)
         for n in range(warm):
             with transaction.atomic():
                 jobs.enqueue(bench.JOB_KIND, {}, key=f"warmup:{n}")
         if wait_count(bench.JOBS_COUNTER, warm, worker) < warm:
-            raise BenchError(f"worker not running jobs:\n{worker_tail(worker)}")
+            raise BenchError(f"worker not running jobs:\n{log_tail(worker)}")
         print(f"worker ready and warm in {time.monotonic() - t0:.1f}s")
 
         for round_no in range(1, ARGS.rounds + 1):
@@ -589,7 +462,7 @@ def main():
             })  # fmt: skip
 
     finally:
-        stop_worker(worker)
+        stop_process(worker, timeout=20)  # warm shutdown: the queue is empty by now
     if ARGS.profile_count:
         print(f"profile: {ARGS.profile_count} jobs in this process, worker stopped ...", flush=True)
         profile_out = profile(ARGS.profile_count)

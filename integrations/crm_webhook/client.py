@@ -23,6 +23,7 @@ import base64
 import binascii
 import json
 import re
+import threading
 import time
 from datetime import UTC, datetime
 from urllib.parse import urlsplit, urlunsplit
@@ -63,11 +64,24 @@ class CrmWebhookClient(HttpClient):
             raise PermanentError(f"{self.service}: HTTP {response.status_code}, expected 2xx")
 
 
+_per_thread = threading.local()
+
+
 def client_from_settings() -> CrmWebhookClient | None:
-    """None while CRM_WEBHOOK_URL is empty: delivery is off and the caller skips."""
+    """None while CRM_WEBHOOK_URL is empty: delivery is off and the caller skips.
+
+    One client per thread, kept while the settings stay the same: its HTTP
+    session keeps the connection to the CRM open across deliveries (the daily
+    sync delivers from several threads, and a requests Session is not
+    thread-safe).
+    """
     if not settings.CRM_WEBHOOK_URL:
         return None
-    return CrmWebhookClient(settings.CRM_WEBHOOK_URL, signing_secret=settings.CRM_SIGNING_SECRET)
+    config = (settings.CRM_WEBHOOK_URL, settings.CRM_SIGNING_SECRET)
+    cached = getattr(_per_thread, "client", None)
+    if cached is None or cached[0] != config:
+        cached = _per_thread.client = (config, CrmWebhookClient(config[0], signing_secret=config[1]))
+    return cached[1]
 
 
 def _signer(secret: str) -> Webhook:

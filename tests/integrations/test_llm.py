@@ -179,9 +179,33 @@ def test_configured_classifier_uses_the_settings(settings, httpserver):
     assert json.loads(httpserver.log[0][0].get_data())["model"] == "claude-haiku"
 
 
-def test_requests_share_one_sdk_client_per_configuration(settings):
+def test_requests_share_one_client_per_configuration(settings):
     settings.LLM_BASE_URL, settings.LLM_API_KEY, settings.LLM_MODEL = "http://llm.invalid/v1", "k", "m"
     first = client_from_settings()
     assert client_from_settings() is first
     settings.LLM_MODEL = "other"
     assert client_from_settings() is not first
+
+
+def test_an_unreachable_proxy_gives_no_classification(httpserver):
+    url = httpserver.url_for("/v1")
+    httpserver.stop()  # nothing listens there any more
+    try:
+        unreachable = LlmClassifier(base_url=url, api_key="k", model="m", timeout_seconds=1)
+        assert unreachable.classify_submission(SUBMISSION) is None
+    finally:
+        httpserver.start()
+
+
+def test_cookies_set_by_the_proxy_are_not_sent_back(classifier, httpserver):
+    """The client is shared by every request thread: nothing an answer sets may reach the next call."""
+    httpserver.expect_request(COMPLETIONS_PATH).respond_with_response(
+        Response(
+            json.dumps(chat_completion(verdict())),
+            content_type="application/json",
+            headers={"Set-Cookie": "lb=backend-2; Path=/"},
+        )
+    )
+    assert classifier.classify_submission(SUBMISSION) is not None
+    assert classifier.classify_submission(SUBMISSION) is not None
+    assert [request.headers.get("Cookie") for request, _response in httpserver.log] == [None, None]

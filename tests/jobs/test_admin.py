@@ -102,13 +102,14 @@ def test_migrate_creates_the_operations_group():
     expected |= {f"django_celery_beat.{a}_{m}" for m in BEAT_MODELS for a in ("view", "add", "change", "delete")}
     expected |= {"tracking.view_store", "tracking.add_store", "tracking.change_store", "tracking.view_emaillead"}
     expected |= {f"tracking.{a}_mailbox" for a in ("view", "add", "change", "delete")}
+    expected |= {"tracking.view_trackeduser"}
     assert group_perms(OPERATIONS) == expected
 
 
 def test_migrate_creates_the_sales_group_without_job_access(make_user):
     assert group_perms(SALES) == {
         "leadgen.view_lead", "leadgen.add_lead", "leadgen.change_lead", "tracking.view_store",
-        "tracking.view_emaillead",
+        "tracking.view_emaillead", "tracking.view_trackeduser",
     }  # fmt: skip
     sales = make_user("sales", SALES)
     assert not sales.has_module_perms("jobs")

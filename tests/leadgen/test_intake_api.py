@@ -5,6 +5,8 @@ import time
 from datetime import timedelta
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from rest_framework.throttling import ScopedRateThrottle
 from werkzeug import Response
@@ -116,6 +118,21 @@ def test_a_lead_is_saved_and_its_side_effects_queued(client):
     assert email_job.run_after - lead.created_at == timedelta(seconds=600), "confirmation waits 10 minutes"
     alert_job = Job.objects.get(kind="leadgen.lead_alert")
     assert alert_job.run_after <= lead.created_at + timedelta(seconds=1), "the alert goes out at once"
+
+
+def test_a_new_lead_and_its_jobs_are_two_inserts_and_one_run_message(client, django_capture_on_commit_callbacks):
+    with CaptureQueriesContext(connection) as queries, django_capture_on_commit_callbacks() as callbacks:
+        response = post_lead(client, submission())
+    assert response.status_code == 200, response.content
+    # The test's own transaction turns lead_create's BEGIN/COMMIT into SAVEPOINT/RELEASE.
+    ignored = ("SELECT", "SAVEPOINT", "RELEASE")
+    writes = [q["sql"].split()[0] for q in queries.captured_queries if not q["sql"].startswith(ignored)]
+    assert writes == ["INSERT", "INSERT"], "the lead, then its three jobs in one statement"
+    assert len(callbacks) == 1, "one after-commit callback publishes the due jobs"
+    lead = Lead.objects.get(pk=response.json()["leadId"])
+    assert lead.pipedrive_state == Lead.PipedriveState.PENDING
+    dispatched = Job.objects.filter(key__endswith=f":{lead.pk}", dispatched_at__isnull=False)
+    assert sorted(dispatched.values_list("kind", flat=True)) == ["leadgen.lead_alert", "leadgen.pipedrive_sync"]
 
 
 @pytest.mark.parametrize(

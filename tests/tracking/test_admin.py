@@ -36,7 +36,7 @@ def test_migrations_grant_mailboxes_to_operations_and_email_leads_to_both():
     assert {"view_mailbox", "add_mailbox", "change_mailbox", "delete_mailbox", "view_emaillead"} <= group_perms(
         OPERATIONS, "tracking"
     )
-    assert group_perms(SALES, "tracking") == {"view_store", "view_emaillead"}
+    assert group_perms(SALES, "tracking") == {"view_store", "view_emaillead", "view_trackeduser"}
 
 
 def mailbox_form(**overrides):

@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand
 from django.db import transaction
-from django_celery_beat.models import IntervalSchedule, PeriodicTask
+from django_celery_beat.models import CrontabSchedule, IntervalSchedule, PeriodicTask
 
 from config.schedules import PERIODIC_TASKS
 
@@ -14,12 +14,18 @@ class Command(BaseCommand):
     @transaction.atomic
     def handle(self, *args, reset=False, **options):
         for name, spec in PERIODIC_TASKS.items():
-            interval, _ = IntervalSchedule.objects.get_or_create(
-                every=spec["every_seconds"], period=IntervalSchedule.SECONDS
-            )
-            defaults = {"task": spec["task"], "interval": interval, "enabled": True}
+            defaults = {"task": spec["task"], "enabled": True, **_schedule(spec)}
             if reset:
                 _, created = PeriodicTask.objects.update_or_create(name=name, defaults=defaults)
             else:
                 _, created = PeriodicTask.objects.get_or_create(name=name, defaults=defaults)
             self.stdout.write(f"{'created' if created else 'kept'}: {name}")
+
+
+def _schedule(spec) -> dict:
+    """The beat schedule of a task: every N seconds, or a crontab (in UTC, CELERY_TIMEZONE)."""
+    if "crontab" in spec:
+        crontab, _ = CrontabSchedule.objects.get_or_create(**spec["crontab"], timezone="UTC")
+        return {"crontab": crontab, "interval": None}
+    interval, _ = IntervalSchedule.objects.get_or_create(every=spec["every_seconds"], period=IntervalSchedule.SECONDS)
+    return {"interval": interval, "crontab": None}

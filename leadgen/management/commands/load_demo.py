@@ -5,7 +5,8 @@ from django.db import transaction
 
 from jobs.permissions import OPERATIONS, SALES
 from leadgen.models import Lead
-from tracking.models import Store
+from tracking import activity
+from tracking.models import Store, TrackedUser
 
 DEMO_USERNAME = "demo"
 DEMO_PASSWORD = "demo-password"
@@ -31,7 +32,7 @@ DEMO_LEADS = [
 
 
 class Command(BaseCommand):
-    help = "Load demo data for `make run`: a store, a few leads and a staff login. Safe to run again."
+    help = "Load demo data for `make run`: a store, a few leads, a tracked docs user and a staff login. Safe to rerun."
 
     @transaction.atomic
     def handle(self, *args, **options):
@@ -47,6 +48,15 @@ class Command(BaseCommand):
         )
         for fields in DEMO_LEADS:
             Lead.objects.get_or_create(email=fields["email"], defaults=fields)
+        if not TrackedUser.objects.filter(sub="auth0|demo-ada").exists():
+            # A docs reader who also uses the MCP server: pending, so the first daily sync delivers her.
+            activity.tracked_user_sign_in(
+                sub="auth0|demo-ada", channel="docs-login", email="ada@analytical-engines.example", given_name="Ada"
+            )
+            activity.docs_page_view_record(sub="auth0|demo-ada", path="/current/get-started/", component="redpanda")
+            activity.mcp_tool_call_record(
+                sub="auth0|demo-ada", tool="search_docs", user_agent="claude-code/1.0", context="size a 3-node cluster"
+            )
 
         user, created = get_user_model().objects.get_or_create(
             username=DEMO_USERNAME, defaults={"is_staff": True, "is_superuser": True, "email": "demo@example.com"}

@@ -1,0 +1,66 @@
+"""One-statement INSERT … ON CONFLICT for model instances, shared by every app that needs it.
+
+The ORM needs two or three statements and a savepoint for an insert-if-absent
+(`get_or_create`), and `bulk_create(ignore_conflicts=True)` cannot say which
+rows it wrote. A single INSERT … ON CONFLICT … RETURNING does both in one
+round trip. PostgreSQL and SQLite (>= 3.35, for RETURNING) share the syntax,
+so the zero-setup run takes the same path.
+"""
+
+from collections.abc import Sequence
+
+from django.db import connection
+
+# PostgreSQL's protocol carries at most 65535 parameters per statement; SQLite's own limit is in bulk_batch_size.
+MAX_PARAMETERS = 65535
+
+
+def insert_on_conflict(instance, *, on_conflict: str, returning: str = ""):
+    """INSERT `instance` as `save()` would (defaults, auto_now, field conversions), plus `on_conflict`.
+
+    `on_conflict` is SQL that PostgreSQL and SQLite share (ON CONFLICT … DO
+    NOTHING / DO UPDATE … WHERE …). Returns the RETURNING row, None when the
+    conflict clause wrote nothing (or when nothing is returned).
+    """
+    rows = insert_many_on_conflict([instance], on_conflict=on_conflict, returning=returning)
+    return rows[0] if rows else None
+
+
+def insert_many_on_conflict(instances: Sequence, *, on_conflict: str, returning: str = "") -> list[tuple]:
+    """INSERT several instances of one model in one multi-row statement (batched where the database
+    limits parameters), plus `on_conflict`.
+
+    Returns the RETURNING rows of the rows actually written, in no guaranteed
+    order (SQLite does not promise one): return a column that identifies each
+    row, such as a unique key, to match them up. Rows skipped by the conflict
+    clause return nothing. Primary keys are not set on the instances.
+    """
+    if not instances:
+        return []
+    model = type(instances[0])
+    opts = model._meta
+    auto_pk = getattr(instances[0], opts.pk.attname) is None
+    if any(type(obj) is not model or (getattr(obj, opts.pk.attname) is None) != auto_pk for obj in instances):
+        raise ValueError("insert_many_on_conflict: instances must be of one model, all with or all without a pk")
+    fields = [
+        field for field in opts.concrete_fields
+        if not field.generated and not (field.primary_key and auto_pk)
+    ]  # fmt: skip
+    quote = connection.ops.quote_name
+    head = "INSERT INTO {table} ({columns}) VALUES ".format(
+        table=quote(opts.db_table), columns=", ".join(quote(field.column) for field in fields)
+    )
+    tail = f" {on_conflict}" + (f" RETURNING {returning}" if returning else "")
+    row_placeholders = "(" + ", ".join(["%s"] * len(fields)) + ")"
+    batch = max(min(connection.ops.bulk_batch_size(fields, instances), MAX_PARAMETERS // len(fields)), 1)
+    written = []
+    with connection.cursor() as cursor:
+        for start in range(0, len(instances), batch):
+            chunk = instances[start : start + batch]
+            params = [
+                field.get_db_prep_save(field.pre_save(obj, add=True), connection) for obj in chunk for field in fields
+            ]
+            cursor.execute(head + ", ".join([row_placeholders] * len(chunk)) + tail, params)
+            if returning:
+                written.extend(cursor.fetchall())
+    return written

@@ -1,0 +1,62 @@
+"""config.db: INSERT … ON CONFLICT for one or several instances, on PostgreSQL."""
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from config.db import insert_many_on_conflict, insert_on_conflict
+from jobs.models import Job
+
+pytestmark = pytest.mark.django_db
+
+
+def job(key, **fields):
+    now = timezone.now()
+    return Job(kind="tests.record", key=key, payload=fields.pop("payload", {}), run_after=now, created_at=now, **fields)
+
+
+def test_several_rows_in_one_statement_return_only_the_rows_written():
+    Job.objects.create(kind="tests.record", key="taken")
+    with CaptureQueriesContext(connection) as queries:
+        rows = insert_many_on_conflict(
+            [job("a"), job("taken"), job("b")], on_conflict="ON CONFLICT (key) DO NOTHING", returning="id, key"
+        )
+    assert len(queries.captured_queries) == 1
+    assert sorted(key for _pk, key in rows) == ["a", "b"]
+    assert {key: pk for pk, key in rows} == dict(Job.objects.filter(key__in=["a", "b"]).values_list("key", "pk"))
+
+
+def test_defaults_and_auto_now_are_applied_as_save_would():
+    insert_many_on_conflict([job("defaults")], on_conflict="ON CONFLICT DO NOTHING")
+    stored = Job.objects.get(key="defaults")
+    assert stored.status == Job.Status.PENDING and stored.attempts == 0
+    assert stored.updated_at is not None
+
+
+def test_one_instance_returns_its_row_or_none():
+    assert insert_on_conflict(job("once"), on_conflict="ON CONFLICT (key) DO NOTHING", returning="key") == ("once",)
+    assert insert_on_conflict(job("once"), on_conflict="ON CONFLICT (key) DO NOTHING", returning="key") is None
+    assert insert_on_conflict(job("once"), on_conflict="ON CONFLICT (key) DO NOTHING") is None
+
+
+def test_do_update_is_passed_through():
+    insert_on_conflict(job("upsert", payload={"n": 1}), on_conflict="ON CONFLICT DO NOTHING")
+    row = insert_on_conflict(
+        job("upsert", payload={"n": 2}),
+        on_conflict="ON CONFLICT (key) DO UPDATE SET payload = EXCLUDED.payload",
+        returning="payload",
+    )
+    assert row is not None
+    assert Job.objects.get(key="upsert").payload == {"n": 2}
+
+
+def test_nothing_to_insert_runs_no_statement():
+    with CaptureQueriesContext(connection) as queries:
+        assert insert_many_on_conflict([], on_conflict="ON CONFLICT DO NOTHING", returning="id") == []
+    assert queries.captured_queries == []
+
+
+def test_instances_must_share_one_model_and_pk_handling():
+    with pytest.raises(ValueError):
+        insert_many_on_conflict([job("x"), Job(pk=5, kind="k", key="y")], on_conflict="ON CONFLICT DO NOTHING")

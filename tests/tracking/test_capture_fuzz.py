@@ -1,0 +1,49 @@
+"""Schemathesis over the capture endpoints: no 5xx, nothing that breaks the schema, docs-activity always 204."""
+
+import pytest
+import schemathesis
+from django.core.cache import cache
+from django.core.signals import request_finished, request_started
+from django.db import close_old_connections
+from hypothesis import HealthCheck, settings
+from rest_framework.throttling import SimpleRateThrottle
+from schemathesis.checks import negative_data_rejection, positive_data_acceptance
+
+from config.wsgi import application
+
+SERVICE_KEY = "mcp-key-for-fuzzing"
+
+schema = schemathesis.openapi.from_wsgi("/api/schema/?format=json", application)
+capture = schema.include(operation_id=["docs_activity", "tracking_mcp_events"])
+
+
+@pytest.fixture(autouse=True)
+def fuzzing_settings(settings, monkeypatch):
+    settings.TRACKING_MCP_SERVICE_KEY = SERVICE_KEY
+    monkeypatch.setitem(SimpleRateThrottle.THROTTLE_RATES, "mcp_events", "100000/min")
+    cache.clear()
+
+
+@pytest.fixture(autouse=True)
+def keep_the_test_transaction():
+    """Calls go straight to the WSGI app: like Django's test client, keep it from closing our connection."""
+    for signal in (request_started, request_finished):
+        signal.disconnect(close_old_connections)
+    yield
+    for signal in (request_started, request_finished):
+        signal.connect(close_old_connections)
+
+
+@pytest.mark.django_db
+@capture.parametrize()
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+def test_capture_endpoints_never_fail_or_break_the_schema(case):
+    if "X-Service-Key" in (case.headers or {}):
+        case.headers["X-Service-Key"] = SERVICE_KEY  # explore past the key check too
+    if case.operation.path == "/docs-activity":
+        # By design it refuses nothing visibly: every answer is 204, whatever the body.
+        response = case.call_and_validate(excluded_checks=[positive_data_acceptance, negative_data_rejection])
+        if case.method == "POST":
+            assert response.status_code == 204
+    else:
+        case.call_and_validate(excluded_checks=[positive_data_acceptance])

@@ -1,0 +1,289 @@
+"""The daily sync, profile delivery to a local fake CRM, retention, triggers, admin and backfill."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from datetime import timedelta
+from io import StringIO
+from pathlib import Path
+
+import jsonschema
+import pytest
+from django.core.management import call_command
+from django.utils import timezone
+from standardwebhooks import Webhook
+from werkzeug import Response
+
+from crm.redaction import find_pii
+from jobs.models import Job
+from jobs.services import jobs_sweep
+from tests.conftest import subprocess_env
+from tests.integrations.test_kapa import API_KEY, PROJECT, SALT, SUB, FakeKapa, thread
+from tests.tracking.support import run_jobs
+from tracking import activity, sync
+from tracking.models import TrackedUser
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+INVOKE_SECRET = "invoke-secret-for-tests"
+SCHEMA = json.loads((Path(__file__).parents[2] / "tracking/schemas/crm-profile.v1.json").read_text())
+
+
+class FakeCrm:
+    """A CRM webhook receiver: answers each POST with the next queued status (then 204), keeps what it got."""
+
+    def __init__(self, httpserver, *, delay=0.0):
+        self.received = []
+        self.statuses = []
+        self.delay = delay
+        self.url = httpserver.url_for("/crm/profiles")
+        httpserver.expect_request("/crm/profiles", method="POST").respond_with_handler(self.answer)
+
+    def answer(self, request):
+        time.sleep(self.delay)
+        status = self.statuses.pop(0) if self.statuses else 204
+        if status < 300:
+            self.received.append(request)
+        return Response(status=status)
+
+    def profiles(self):
+        return [Webhook(SECRET).verify(r.get_data(), dict(r.headers)) for r in self.received]
+
+    def subs(self):
+        return sorted(profile["sub"] for profile in self.profiles())
+
+
+@pytest.fixture
+def crm(httpserver, settings):
+    fake = FakeCrm(httpserver)
+    settings.CRM_WEBHOOK_URL = fake.url
+    settings.CRM_SIGNING_SECRET = SECRET
+    settings.JOBS_BACKOFF_BASE_SECONDS = 0
+    return fake
+
+
+def make_users(count, *, prefix="auth0|u", pending=True):
+    now = timezone.now()
+    TrackedUser.objects.bulk_create(
+        TrackedUser(
+            sub=f"{prefix}{n}",
+            email=f"user{n}@acme.com",
+            company="Acme",
+            last_activity_at=now,
+            pending_since=now - timedelta(seconds=count - n) if pending else None,
+        )
+        for n in range(count)
+    )
+
+
+def run_sync():
+    job = sync.profile_sync_start(reason="test")
+    run_jobs(sync.SYNC_KIND)
+    return job
+
+
+def test_a_delivered_profile_is_signed_grouped_by_source_valid_and_masks_our_free_text(crm):
+    activity.tracked_user_sign_in(
+        sub="auth0|ada", channel="docs-login", email="ada@acme.com", given_name="Ada", family_name="Lovelace"
+    )
+    activity.mcp_tool_call_record(
+        sub="auth0|ada",
+        tool="search_docs",
+        user_agent="claude-code/1.0",
+        context="customer ada.l@bank.example card 4111 1111 1111 1111 token sk_live_51H8abcdefghijklmnopqrstuv",
+    )
+    activity.docs_page_view_record(
+        sub="auth0|ada", path="/current/get-started/", search_term="connect from 10.0.12.7 with password=hunter22"
+    )
+    TrackedUser.objects.filter(sub="auth0|ada").update(kapa_questions=["How do I size a cluster for <PERSON>?"])
+
+    run_sync()
+
+    (request,) = crm.received
+    profile = Webhook(SECRET).verify(request.get_data(), dict(request.headers))
+    jsonschema.validate(profile, SCHEMA, format_checker=jsonschema.FormatChecker())
+    assert request.headers["webhook-id"].startswith("tracking.deliver_profile:")
+    assert profile["identity"] | {"signedUpAt": None, "lastSignInAt": None, "lastActivityAt": None} == {
+        "email": "ada@acme.com", "givenName": "Ada", "familyName": "Lovelace", "company": "Acme",
+        "lastChannel": "docs-login", "signedUpAt": None, "lastSignInAt": None, "lastActivityAt": None,
+    }  # fmt: skip
+    assert profile["mcp"]["mcpTools"] == {"search_docs": 1} and profile["mcp"]["mcpClient"] == "Claude Code"
+    assert profile["docs"]["docsGettingStartedVisits"] == 1
+    assert profile["kapa"]["kapaQuestions"] == ["How do I size a cluster for <PERSON>?"]  # masked by Kapa, as is
+    free_text = [i["context"] for i in profile["mcp"]["mcpAgentIntents"]] + profile["docs"]["docsSearchQueries"]
+    assert free_text == ["customer [EMAIL] card [CARD] token [TOKEN]", "connect from [IP] with password=[SECRET]"]
+    assert not any(find_pii(text) for text in free_text)
+    for leaked in ("ada.l@bank.example", "4111", "sk_live", "10.0.12.7", "hunter22"):
+        assert leaked not in request.get_data(as_text=True)
+
+    user = TrackedUser.objects.get(sub="auth0|ada")
+    assert not user.is_pending and user.last_delivered_payload == profile and user.last_delivered_at
+
+
+def test_the_sync_touches_only_pending_users_and_clears_their_markers(crm):
+    make_users(5, prefix="auth0|idle", pending=False)
+    make_users(3, prefix="auth0|active")
+    run_sync()
+    assert crm.subs() == ["auth0|active0", "auth0|active1", "auth0|active2"]
+    assert not TrackedUser.objects.filter(pending_since__isnull=False).exists()
+    assert Job.objects.filter(kind=sync.DELIVER_KIND, status="succeeded").count() == 3
+    run_sync()  # nothing pending: nothing sent again
+    assert len(crm.received) == 3
+
+
+def test_a_capture_during_the_sync_keeps_the_user_pending_for_the_next_one(crm):
+    make_users(1)
+    user = TrackedUser.objects.get()
+    read_marker = user.pending_since
+    activity.mcp_tool_call_record(sub=user.sub, tool="search_docs")  # after the sync read the row
+    sync._sync_user((user.pk, read_marker), kapa_client=None)
+    assert TrackedUser.objects.get().is_pending
+    assert crm.profiles()[0]["mcp"]["mcpTools"] == {"search_docs": 1}  # the delivery carries the latest state
+
+
+def test_a_crm_5xx_is_retried_and_the_profile_delivered_once(crm):
+    crm.statuses = [503, 500]
+    make_users(1)
+    run_sync()
+    delivery = Job.objects.get(kind=sync.DELIVER_KIND)
+    assert delivery.status == "pending" and "HTTP 503" in delivery.last_error
+    run_jobs(sync.DELIVER_KIND)
+    run_jobs(sync.DELIVER_KIND)
+    delivery.refresh_from_db()
+    assert delivery.status == "succeeded" and delivery.attempts == 3
+    assert crm.subs() == ["auth0|u0"]
+
+
+def test_a_crm_400_dead_letters_the_delivery(crm):
+    crm.statuses = [400]
+    make_users(1)
+    run_sync()
+    delivery = Job.objects.get(kind=sync.DELIVER_KIND)
+    assert delivery.status == "dead" and "HTTP 400" in delivery.last_error
+    assert crm.received == [] and TrackedUser.objects.get().last_delivered_at is None
+
+
+def test_without_a_webhook_url_nothing_is_sent_and_deliveries_are_skipped(httpserver, settings):
+    settings.CRM_WEBHOOK_URL = ""
+    make_users(2)
+    run_sync()
+    assert [job.status for job in Job.objects.filter(kind=sync.DELIVER_KIND)] == ["skipped", "skipped"]
+    assert httpserver.log == []
+    assert not TrackedUser.objects.filter(pending_since__isnull=False).exists()
+
+
+def test_the_sync_refreshes_kapa_engagement_before_delivering(crm, httpserver, settings):
+    settings.KAPA_API_URL = httpserver.url_for("/")
+    settings.KAPA_API_KEY, settings.KAPA_PROJECT_ID, settings.KAPA_OWNER_SALT = API_KEY, PROJECT, SALT
+    FakeKapa(
+        httpserver, [thread(1, "Is Confluent faster?", minutes_ago=30), thread(2, "Tiered storage?", minutes_ago=5)]
+    )
+    activity.tracked_user_sign_in(sub=SUB, channel="docs-login", email="kim@acme.com")
+    run_sync()
+    kapa = crm.profiles()[0]["kapa"]
+    assert kapa["kapaConversations"] == 2 and kapa["kapaQuestions"] == ["Tiered storage?", "Is Confluent faster?"]
+    assert TrackedUser.objects.get().kapa_competitor_mentions == {"Confluent": 1}
+
+
+def test_past_its_time_budget_the_sync_queues_its_continuation_which_finishes(crm, settings):
+    settings.TRACKING_SYNC_TIME_BUDGET_SECONDS = 0
+    make_users(3)
+    first = run_sync()
+    assert crm.received == [] and TrackedUser.objects.filter(pending_since__isnull=False).count() == 3
+    settings.TRACKING_SYNC_TIME_BUDGET_SECONDS = 60
+    run_jobs(sync.SYNC_KIND)
+    assert crm.subs() == ["auth0|u0", "auth0|u1", "auth0|u2"]
+    assert Job.objects.filter(key=f"{first.key}#2", status="succeeded").exists()
+
+
+@pytest.mark.slow
+def test_a_sync_killed_midway_resumes_and_every_pending_user_is_delivered(httpserver, settings):
+    crm = FakeCrm(httpserver, delay=0.05)
+    make_users(60)
+    job = sync.profile_sync_start(reason="test")
+    env = subprocess_env(CRM_WEBHOOK_URL=crm.url, CRM_SIGNING_SECRET=SECRET, TRACKING_SYNC_CONCURRENCY=2)
+    code = f"import django; django.setup(); from jobs.services import job_run; job_run(job_id={job.pk})"
+    worker = subprocess.Popen([sys.executable, "-c", code], env=env, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while len(crm.received) < 10 and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        os.killpg(worker.pid, signal.SIGKILL)
+        worker.wait(timeout=10)
+    delivered_before = len(crm.received)
+    assert 10 <= delivered_before < 60
+    job.refresh_from_db()
+    assert job.status == "running"
+
+    # After the lease: the sweep takes the sync back, and another run finishes what is pending.
+    Job.objects.filter(status="running").update(lease_expires_at=timezone.now() - timedelta(seconds=1))
+    settings.CRM_WEBHOOK_URL, settings.CRM_SIGNING_SECRET = crm.url, SECRET
+    assert jobs_sweep()["reclaimed"] >= 1
+    run_jobs(sync.SYNC_KIND)
+    run_jobs(sync.DELIVER_KIND)  # ones queued but not yet run when the worker died
+
+    assert set(crm.subs()) == {f"auth0|u{n}" for n in range(60)}
+    assert not TrackedUser.objects.filter(pending_since__isnull=False).exists()
+    ids_per_sub = {}
+    for request, profile in zip(crm.received, crm.profiles(), strict=True):
+        ids_per_sub.setdefault(profile["sub"], set()).add(request.headers["webhook-id"])
+    assert all(len(ids) == 1 for ids in ids_per_sub.values())  # a repeat carries the same id: the CRM drops it
+
+
+def test_retention_deletes_only_users_without_genuine_activity_in_batches(settings, crm):
+    settings.LEAD_RETENTION_DAYS = 30
+    settings.TRACKING_RETENTION_BATCH = 2
+    old = timezone.now() - timedelta(days=31)
+    make_users(5, prefix="auth0|gone", pending=False)
+    TrackedUser.objects.update(last_activity_at=old, last_delivered_at=timezone.now(), kapa_refreshed_at=timezone.now())
+    activity.tracked_user_sign_in(sub="auth0|stays", channel="mcp", at=timezone.now() - timedelta(days=29))
+
+    sync.retention_start()
+    while run_jobs(sync.RETENTION_KIND):
+        pass
+    assert list(TrackedUser.objects.values_list("sub", flat=True)) == ["auth0|stays"]
+    assert Job.objects.filter(kind=sync.RETENTION_KIND).count() == 3  # 2 + 2 + 1, each full batch queued the next
+
+
+def test_the_beat_trigger_only_queues_the_sync_and_retention_jobs(crm):
+    from tracking.tasks import daily_sync
+
+    make_users(2)
+    daily_sync()
+    assert crm.received == []  # nothing done in the trigger itself
+    assert sorted(Job.objects.values_list("kind", flat=True)) == [sync.RETENTION_KIND, sync.SYNC_KIND]
+    run_jobs(sync.SYNC_KIND)
+    assert len(crm.received) == 2
+
+
+@pytest.mark.parametrize("path", ["/internal/tracking/sync", "/internal/tracking/retention"])
+def test_internal_triggers_need_the_invoke_secret(client, settings, path):
+    settings.CRM_INVOKE_SECRET = ""
+    assert client.post(path, HTTP_AUTHORIZATION=f"Bearer {INVOKE_SECRET}").status_code == 404
+    settings.CRM_INVOKE_SECRET = INVOKE_SECRET
+    for wrong in ("", "Bearer nope", f"Basic {INVOKE_SECRET}", f"Bearer {INVOKE_SECRET}x"):
+        response = client.post(path, HTTP_AUTHORIZATION=wrong)
+        assert response.status_code == 401 and response.json()["error"]["code"] == "invalid_invoke_secret"
+    assert not Job.objects.exists()
+    response = client.post(path, HTTP_AUTHORIZATION=f"Bearer {INVOKE_SECRET}")
+    assert response.status_code == 202
+    assert Job.objects.get().key == response.json()["key"]
+
+
+def test_deliver_profiles_command(crm):
+    make_users(3)
+    out = StringIO()
+    call_command("deliver_profiles", "--all-pending", "--dry-run", stdout=out)
+    assert "would queue 3 deliveries" in out.getvalue() and not Job.objects.exists()
+    call_command("deliver_profiles", "--sub", "auth0|u1", stdout=out)
+    run_jobs(sync.DELIVER_KIND)
+    assert crm.subs() == ["auth0|u1"]
+    call_command("deliver_profiles", "--all-pending", stdout=out)
+    run_jobs(sync.DELIVER_KIND)
+    assert crm.subs() == ["auth0|u0", "auth0|u1", "auth0|u2"]
+    assert not TrackedUser.objects.filter(pending_since__isnull=False).exists()

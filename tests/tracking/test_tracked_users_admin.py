@@ -1,0 +1,51 @@
+"""Sales staff see tracked users, the payload the CRM got and would get, and deliver a user now."""
+
+import pytest
+from django.utils import timezone
+from playwright.sync_api import expect
+
+from jobs.models import Job
+from jobs.permissions import SALES
+from tests.browser import STAFF_PASSWORD, admin_login
+from tracking import activity
+from tracking.models import TrackedUser
+from tracking.sync import DELIVER_KIND
+
+
+@pytest.fixture
+def ada(db):
+    activity.tracked_user_sign_in(sub="auth0|ada", channel="docs-login", email="ada@acme.com", given_name="Ada")
+    activity.mcp_tool_call_record(sub="auth0|ada", tool="search_docs", context="mail me at ada.l@bank.example")
+    return TrackedUser.objects.get(sub="auth0|ada")
+
+
+def test_migrations_let_sales_view_tracked_users_but_not_edit_them(staff_user):
+    sales = staff_user("sales", SALES)
+    assert sales.has_perm("tracking.view_trackeduser")
+    assert not sales.has_perm("tracking.change_trackeduser") and not sales.has_perm("tracking.delete_trackeduser")
+
+
+def test_the_detail_previews_the_next_payload_redacted(client, staff_user, ada):
+    staff_user("sales", SALES)
+    client.login(username="sales", password=STAFF_PASSWORD)
+    TrackedUser.objects.filter(pk=ada.pk).update(last_delivered_at=timezone.now())
+    page = client.get(f"/admin/tracking/trackeduser/{ada.pk}/change/").content.decode()
+    assert "mail me at [EMAIL]" in page  # the next payload, redacted
+    assert "never delivered" in page
+
+
+@pytest.mark.browser
+def test_salesperson_delivers_a_user_now_from_the_list(browser_page, staff_user, ada):
+    staff_user("sales", SALES)
+    page = browser_page
+    admin_login(page, "sales")
+    page.locator("tr.model-trackeduser").get_by_role("link", name="Tracked users").click()
+    row = page.locator("#result_list tbody tr")
+    expect(row).to_have_count(1)
+    expect(row).to_contain_text("ada@acme.com")
+    row.locator('input[name="_selected_action"]').check()
+    page.locator('select[name="action"]').select_option(label="Deliver to the CRM now")
+    page.get_by_role("button", name="Go").click()
+    expect(page.locator("ul.messagelist li.success")).to_have_text("Queued 1 profile delivery.")
+    assert Job.objects.filter(kind=DELIVER_KIND, payload={"user_id": ada.pk}).count() == 1
+    assert not TrackedUser.objects.get(pk=ada.pk).is_pending

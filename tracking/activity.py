@@ -1,0 +1,197 @@
+"""Writes of first-party capture: sign-ins, MCP tool calls, docs page views.
+
+Every capture updates the user's row under a row lock (the counters and capped
+lists are read, changed and written back), stamps `last_activity_at` (the
+retention clock) and marks the user pending for the daily sync. The caps keep
+a hostile or looping client from growing a row without bound.
+"""
+
+import re
+from datetime import datetime
+
+from disposable_email_domains import blocklist as disposable_domains
+from django.db import transaction
+from django.utils import timezone
+
+from tracking.models import TrackedUser
+
+RECENT_PAGES_CAP = 10
+PAGE_COUNTS_CAP = 100
+PRODUCT_AREAS_CAP = 50
+SEARCH_TERMS_CAP = 20
+AGENT_INTENTS_CAP = 20
+TOOLS_CAP = 100
+TEXT_CAP = 500  # characters of one search term or agent context
+NAME_CAP = 100  # characters of a tool name, product area or MCP client
+
+# A `get-started` path segment, landing page or below, in any product; not "forget-started".
+GETTING_STARTED = re.compile(r"(?:^|/)get-started(?:[/.#?]|$)")
+
+# Mailbox providers: an address there says nothing about the employer.
+FREE_MAIL_DOMAINS = frozenset({
+    "gmail.com", "googlemail.com", "outlook.com", "hotmail.com", "live.com", "msn.com", "yahoo.com", "ymail.com",
+    "icloud.com", "me.com", "mac.com", "aol.com", "proton.me", "protonmail.com", "pm.me", "gmx.com", "gmx.de",
+    "gmx.net", "web.de", "mail.com", "yandex.com", "yandex.ru", "mail.ru", "qq.com", "163.com", "126.com",
+    "zoho.com", "fastmail.com", "hey.com", "tutanota.com", "duck.com",
+})  # fmt: skip
+# Second-level labels under a country code: the company is the label before them (acme.co.uk).
+_COUNTRY_SECOND_LEVELS = frozenset({"co", "com", "org", "net", "ac", "gov", "edu", "ltd", "plc"})
+
+# Known MCP clients by the product token their User-Agent starts with (lowercase).
+_MCP_CLIENTS = {
+    "claude-code": "Claude Code",
+    "claude-user": "Claude",
+    "claude": "Claude",
+    "cursor": "Cursor",
+    "windsurf": "Windsurf",
+    "vscode": "VS Code",
+    "code": "VS Code",
+    "visual-studio-code": "VS Code",
+    "zed": "Zed",
+    "cline": "Cline",
+    "goose": "Goose",
+    "openai-mcp": "ChatGPT",
+    "chatgpt": "ChatGPT",
+    "gemini-cli": "Gemini CLI",
+    "codex": "Codex",
+}
+_PRODUCT_TOKEN = re.compile(r"\s*([A-Za-z0-9][A-Za-z0-9._ -]*?)(?:/[^\s]*|\s|$)")
+
+
+def company_from_email(email: str) -> str:
+    """ "Acme" for jane@acme.com or jane@eu.acme.co.uk; "" for free-mail and disposable domains."""
+    domain = email.rpartition("@")[2].strip().lower().rstrip(".")
+    if not domain or domain in FREE_MAIL_DOMAINS or domain in disposable_domains:
+        return ""
+    labels = domain.split(".")
+    if len(labels) >= 3 and len(labels[-1]) == 2 and labels[-2] in _COUNTRY_SECOND_LEVELS:
+        name = labels[-3]
+    elif len(labels) >= 2:
+        name = labels[-2]
+    else:
+        return ""
+    return " ".join(word.capitalize() for word in name.split("-") if word)
+
+
+def mcp_client_from_user_agent(user_agent: str) -> str:
+    """The client named by a User-Agent's first product token: "claude-code/1.0.3 (cli)" → "Claude Code"."""
+    match = _PRODUCT_TOKEN.match(user_agent or "")
+    if not match:
+        return ""
+    token = match.group(1).strip()
+    return _MCP_CLIENTS.get(token.lower(), token)[:NAME_CAP]
+
+
+def tracked_user_sign_in(
+    *,
+    sub: str,
+    channel: str,
+    email: str = "",
+    given_name: str = "",
+    family_name: str = "",
+    org_name: str = "",
+    user_agent: str = "",
+    at: datetime | None = None,
+) -> TrackedUser:
+    """Record a sign-in through the docs login or the MCP server, creating the user on first sight.
+
+    Empty claims keep what is stored (an MCP token may carry fewer claims than
+    the docs login); the channel of this sign-in becomes `last_channel`.
+    """
+    at = at or timezone.now()
+    with transaction.atomic():
+        user, created = TrackedUser.objects.select_for_update().get_or_create(
+            sub=sub, defaults={"last_activity_at": at, "signed_up_at": at}
+        )
+        # Claims are capped to the columns; an address too long to be valid is not stored at all.
+        user.email = (email if len(email) <= _max_length("email") else "") or user.email
+        user.given_name = given_name[: _max_length("given_name")] or user.given_name
+        user.family_name = family_name[: _max_length("family_name")] or user.family_name
+        user.company = (org_name or user.company or company_from_email(user.email))[: _max_length("company")]
+        user.last_sign_in_at = at
+        user.last_channel = channel
+        if channel == TrackedUser.Channel.MCP and user_agent:
+            user.mcp_client = mcp_client_from_user_agent(user_agent)
+        _touch(user, at)
+        user.save()
+    return user
+
+
+def mcp_tool_call_record(
+    *, sub: str, tool: str, user_agent: str = "", context: str = "", at: datetime | None = None
+) -> TrackedUser:
+    """Count one MCP tool call; the agent's optional context is kept, capped, for delivery (redacted then)."""
+    at = at or timezone.now()
+    tool = tool.strip()[:NAME_CAP]
+    with transaction.atomic():
+        user, _ = TrackedUser.objects.select_for_update().get_or_create(
+            sub=sub, defaults={"last_activity_at": at, "signed_up_at": at, "last_channel": TrackedUser.Channel.MCP}
+        )
+        if tool in user.mcp_tool_counts or len(user.mcp_tool_counts) < TOOLS_CAP:
+            user.mcp_tool_counts[tool] = user.mcp_tool_counts.get(tool, 0) + 1
+        user.mcp_last_tool_at = max(filter(None, [user.mcp_last_tool_at, at]))
+        if user_agent:
+            user.mcp_client = mcp_client_from_user_agent(user_agent)
+        if context.strip():
+            intent = {"tool": tool, "context": context.strip()[:TEXT_CAP], "at": at.isoformat()}
+            user.mcp_agent_intents = [intent, *user.mcp_agent_intents][:AGENT_INTENTS_CAP]
+        _touch(user, at)
+        user.save()
+    return user
+
+
+def docs_page_view_record(
+    *, sub: str, path: str, component: str = "", search_term: str = "", at: datetime | None = None
+) -> TrackedUser | None:
+    """Record a docs page view (and the search that led to it, if any); None for an unknown user."""
+    at = at or timezone.now()
+    path = path.strip()
+    with transaction.atomic():
+        user = TrackedUser.objects.select_for_update().filter(sub=sub).first()
+        if user is None:  # signed in, then deleted by retention: the next sign-in creates them again
+            return None
+        if path:
+            user.docs_recent_pages = [path, *(p for p in user.docs_recent_pages if p != path)][:RECENT_PAGES_CAP]
+            user.docs_page_counts = _count(user.docs_page_counts, path, cap=PAGE_COUNTS_CAP)
+            area = (component.strip() or _first_segment(path))[:NAME_CAP]
+            if area:
+                user.docs_product_areas = _count(user.docs_product_areas, area, cap=PRODUCT_AREAS_CAP)
+            if GETTING_STARTED.search(path):
+                user.docs_getting_started_visits += 1
+        term = " ".join(search_term.split())[:TEXT_CAP]
+        if term:
+            user.docs_search_terms = [term, *(t for t in user.docs_search_terms if t != term)][:SEARCH_TERMS_CAP]
+        user.docs_last_active_at = at
+        _touch(user, at)
+        user.save()
+    return user
+
+
+def tracked_users_mark_pending(*, active_since: datetime) -> int:
+    """Mark every user active since then pending, so the next sync delivers them again (backfill)."""
+    return TrackedUser.objects.filter(last_activity_at__gte=active_since).update(pending_since=timezone.now())
+
+
+def _max_length(field: str) -> int:
+    return TrackedUser._meta.get_field(field).max_length
+
+
+def _touch(user: TrackedUser, at: datetime) -> None:
+    """Genuine activity: moves the retention clock and marks the user pending."""
+    user.last_activity_at = max(user.last_activity_at, at) if user.last_activity_at else at
+    # The latest capture's time: the sync clears the marker only if no capture came after it read the row.
+    user.pending_since = timezone.now()
+
+
+def _count(counts: dict, key: str, *, cap: int) -> dict:
+    """Counts with `key` incremented; past the cap the least counted entry makes room (the newest stays)."""
+    counts = dict(counts)
+    counts[key] = counts.get(key, 0) + 1
+    while len(counts) > cap:
+        least = min((k for k in counts if k != key), key=counts.__getitem__)
+        del counts[least]
+    return counts
+
+
+def _first_segment(path: str) -> str:
+    return next((segment for segment in path.split("?")[0].split("/") if segment), "")

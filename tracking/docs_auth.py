@@ -1,0 +1,100 @@
+"""Docs-site sign-in through Auth0: login, callback and logout, and whose docs session a request carries.
+
+`docs_sub` in the Django session is the signed-in reader's Auth0 `sub`. It is
+set only once the ID token has passed every check (integrations/auth0/), and on
+a fresh session key, so a session id planted in the browser before the login is
+worth nothing after it.
+"""
+
+import structlog
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_GET, require_POST
+
+from integrations.auth0.client import client_from_settings
+from jobs.errors import PermanentError, TransientError
+from tracking.activity import tracked_user_sign_in
+from tracking.models import TrackedUser
+
+logger = structlog.get_logger(__name__)
+
+SESSION_SUB = "docs_sub"
+SESSION_NEXT = "docs_next"
+
+NOT_CONFIGURED = "Docs login is not configured."
+SIGN_IN_FAILED = "Sign-in failed. Please go back to the docs and sign in again."
+PROVIDER_UNAVAILABLE = "The sign-in service is not answering. Please try again in a minute."
+
+
+def docs_session_sub(request: HttpRequest) -> str | None:
+    """The Auth0 `sub` of the docs reader signed in on this request's session, else None."""
+    return request.session.get(SESSION_SUB) or None
+
+
+@require_GET
+def docs_login(request: HttpRequest) -> HttpResponse:
+    """Off to Auth0's login page; `?next=` is where the reader lands afterwards, if it is a path on this site."""
+    client = client_from_settings()
+    if client is None:
+        return _plain(NOT_CONFIGURED, status=404)
+    next_path = request.GET.get("next", "")
+    if _is_path_on_this_site(next_path):
+        request.session[SESSION_NEXT] = next_path
+    else:
+        request.session.pop(SESSION_NEXT, None)  # an earlier, abandoned login's target is not this one's
+    try:
+        return client.authorize_redirect(request, request.build_absolute_uri(reverse("docs-callback")))
+    except (PermanentError, TransientError) as exc:
+        logger.warning("docs_login_provider_unavailable", reason=str(exc))
+        return _plain(PROVIDER_UNAVAILABLE, status=502)
+
+
+@require_GET
+def docs_callback(request: HttpRequest) -> HttpResponse:
+    """Auth0 sends the reader back here with a code: sign them in, or refuse and store nothing."""
+    client = client_from_settings()
+    if client is None:
+        return _plain(NOT_CONFIGURED, status=404)
+    try:
+        claims = client.verified_claims(request)
+    except PermanentError as exc:
+        logger.warning("docs_login_rejected", reason=str(exc))
+        return _plain(SIGN_IN_FAILED, status=400)
+    except TransientError as exc:
+        logger.warning("docs_login_provider_unavailable", reason=str(exc))
+        return _plain(PROVIDER_UNAVAILABLE, status=502)
+    user = tracked_user_sign_in(
+        sub=claims["sub"],
+        channel=TrackedUser.Channel.DOCS_LOGIN,
+        # An unverified address may be anyone's: it must not name a lead or guess a company.
+        email=_text_claim(claims, "email") if claims.get("email_verified") is not False else "",
+        given_name=_text_claim(claims, "given_name"),
+        family_name=_text_claim(claims, "family_name"),
+        org_name=_text_claim(claims, "org_name"),  # present when the login went through an Auth0 organization
+    )
+    next_path = request.session.pop(SESSION_NEXT, "/")
+    request.session.cycle_key()
+    request.session[SESSION_SUB] = user.sub
+    return HttpResponseRedirect(next_path)
+
+
+@require_POST
+def docs_logout(request: HttpRequest) -> HttpResponse:
+    next_path = request.POST.get("next", "")
+    request.session.flush()
+    return HttpResponseRedirect(next_path if _is_path_on_this_site(next_path) else "/")
+
+
+def _is_path_on_this_site(url: str) -> bool:
+    """True for a path here like /docs/x?y; false for https://evil.example/, //evil.example and /\\evil.example."""
+    return url.startswith("/") and url_has_allowed_host_and_scheme(url, allowed_hosts=None)
+
+
+def _text_claim(claims: dict, name: str) -> str:
+    value = claims.get(name)
+    return value if isinstance(value, str) else ""
+
+
+def _plain(message: str, *, status: int) -> HttpResponse:
+    return HttpResponse(message, status=status, content_type="text/plain; charset=utf-8")

@@ -1,0 +1,227 @@
+"""The daily CRM sync of tracked users, their profile delivery, and retention.
+
+- The beat trigger (and the guarded internal endpoints) only enqueue a sync job
+  and a retention job; the work happens in those jobs on the workers.
+- A sync job takes the users pending since before it started, a batch at a
+  time through the partial index on `pending_since` (so its cost follows the
+  day's actives, not every user ever signed up), and hands them to
+  TRACKING_SYNC_CONCURRENCY threads. Each thread refreshes the user's Kapa
+  engagement, then in one transaction clears the marker and enqueues one
+  coalesced profile delivery, and runs that delivery itself. A failed delivery
+  is the job layer's to retry; a user whose step failed stays pending.
+- Past its time budget the sync stops taking users and queues its own
+  continuation; if its worker dies, the job layer reclaims it after the lease
+  and it resumes with whoever is still pending.
+- Retention deletes users without genuine activity for LEAD_RETENTION_DAYS, a
+  batch per job, each full batch queueing the next.
+"""
+
+import queue
+import threading
+import time
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+import structlog
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import Q
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+
+import jobs
+from integrations.crm_webhook.client import client_from_settings as crm_client_from_settings
+from integrations.kapa.client import client_from_settings as kapa_client_from_settings
+from jobs.models import Job
+from jobs.services import job_run
+from tracking.models import TrackedUser
+from tracking.profile import crm_profile
+
+logger = structlog.get_logger(__name__)
+
+SYNC_KIND = "tracking.sync"
+DELIVER_KIND = "tracking.deliver_profile"
+RETENTION_KIND = "tracking.retention"
+
+
+@dataclass
+class SyncProgress:
+    synced: int = 0
+    failed: int = 0
+    remaining: bool = False
+
+
+def daily_sync_start(*, reason: str) -> tuple[Job, Job]:
+    """Queue a sync of everyone pending now and a retention pass (what the beat trigger does)."""
+    with transaction.atomic():
+        return profile_sync_start(reason=reason), retention_start()
+
+
+def profile_sync_start(*, reason: str) -> Job:
+    """Queue a sync of the users pending now; triggers within the same minute share one job."""
+    now = timezone.now()
+    key = f"{SYNC_KIND}:{now.strftime('%Y-%m-%dT%H:%M')}"
+    return jobs.enqueue(SYNC_KIND, {"cutoff": now.isoformat(), "part": 1, "reason": reason}, key=key)
+
+
+def profile_sync_run(*, job: Job) -> SyncProgress:
+    """One sync job: users pending at or before its cutoff, until none are left or the budget is spent."""
+    cutoff = parse_datetime(job.payload["cutoff"])
+    deadline = time.monotonic() + settings.TRACKING_SYNC_TIME_BUDGET_SECONDS
+    progress = _sync_pending(cutoff=cutoff, deadline=deadline)
+    if progress.remaining:
+        part = job.payload["part"] + 1
+        base_key = job.key.split("#", 1)[0]
+        jobs.enqueue(SYNC_KIND, {**job.payload, "part": part}, key=f"{base_key}#{part}")
+    logger.info("tracking_sync_done", synced=progress.synced, failed=progress.failed, remaining=progress.remaining)
+    return progress
+
+
+def _sync_pending(*, cutoff: datetime, deadline: float) -> SyncProgress:
+    progress = SyncProgress()
+    lock = threading.Lock()
+    todo: queue.Queue = queue.Queue(maxsize=settings.TRACKING_SYNC_BATCH)
+
+    def work(kapa_client):
+        try:
+            while (user := todo.get()) is not None:
+                if time.monotonic() >= deadline:
+                    continue  # left pending for the continuation
+                ok = _sync_user(user, kapa_client)
+                with lock:
+                    progress.synced += ok
+                    progress.failed += not ok
+        finally:
+            connection.close()  # this thread's own connection
+
+    # One Kapa client (one HTTP session) per thread, made here so a configuration error fails the job.
+    threads = [
+        threading.Thread(target=work, args=(kapa_client_from_settings(),), daemon=True)
+        for _ in range(settings.TRACKING_SYNC_CONCURRENCY)
+    ]
+    for thread in threads:
+        thread.start()
+    try:
+        after = None
+        while time.monotonic() < deadline:
+            batch = _pending_batch(cutoff=cutoff, after=after, size=settings.TRACKING_SYNC_BATCH)
+            if not batch:
+                break
+            for user in batch:
+                todo.put(user)
+            after = batch[-1]
+    finally:
+        for _ in threads:
+            todo.put(None)
+        for thread in threads:
+            thread.join()
+    progress.remaining = _pending_batch(cutoff=cutoff, after=None, size=1) != []
+    return progress
+
+
+def _pending_batch(*, cutoff: datetime, after: tuple | None, size: int) -> list[tuple]:
+    """(id, pending_since) of pending users, oldest marker first; keyset pagination past `after`."""
+    pending = TrackedUser.objects.filter(pending_since__isnull=False, pending_since__lte=cutoff)
+    if after:
+        after_id, after_since = after
+        pending = pending.filter(Q(pending_since__gt=after_since) | Q(pending_since=after_since, id__gt=after_id))
+    return list(pending.order_by("pending_since", "id").values_list("id", "pending_since")[:size])
+
+
+def _sync_user(user: tuple, kapa_client) -> bool:
+    user_id, pending_since = user
+    try:
+        if kapa_client is not None:
+            _kapa_refresh(user_id, kapa_client)
+        with transaction.atomic():
+            # Cleared only if no capture came since it was read: a newer one stays for the next sync.
+            TrackedUser.objects.filter(pk=user_id, pending_since=pending_since).update(pending_since=None)
+            delivery = profile_delivery_enqueue(user_id=user_id, marker=pending_since, dispatch=False)
+        job_run(job_id=delivery.pk)
+        return True
+    except Exception:
+        # The user stays pending (or their delivery job retries); the sync goes on with the others.
+        logger.exception("tracking_sync_user_failed", user_id=user_id)
+        return False
+
+
+def _kapa_refresh(user_id: int, kapa_client) -> None:
+    sub = TrackedUser.objects.filter(pk=user_id).values_list("sub", flat=True).first()
+    if sub is None:
+        return
+    try:
+        engagement = kapa_client.fetch_engagement(sub)
+    except (jobs.TransientError, jobs.PermanentError) as exc:
+        # The profile goes out with the engagement last fetched; tomorrow's sync tries again.
+        logger.warning("kapa_refresh_failed", user_id=user_id, error=str(exc)[:200])
+        return
+    changes = {
+        "kapa_thread_count": engagement.thread_count,
+        "kapa_last_interaction_at": engagement.last_interaction_at,
+        "kapa_questions": engagement.questions,
+        "kapa_competitor_mentions": engagement.competitor_mentions,
+        "kapa_refreshed_at": timezone.now(),
+    }
+    with transaction.atomic():
+        user = TrackedUser.objects.select_for_update().filter(pk=user_id).first()
+        if user is None:
+            return
+        for field, value in changes.items():
+            setattr(user, field, value)
+        # Chatting with the docs bot is the user's own activity (a fetch is not): it moves the retention clock.
+        if engagement.last_interaction_at and engagement.last_interaction_at > user.last_activity_at:
+            user.last_activity_at = engagement.last_interaction_at
+        user.save(update_fields=[*changes, "last_activity_at", "updated_at"])
+
+
+def profile_delivery_enqueue(*, user_id: int, marker: datetime | None = None, dispatch: bool = True) -> Job:
+    """One delivery per user and marker (the key is also the webhook-id the CRM deduplicates on)."""
+    stamp = int((marker or timezone.now()).timestamp() * 1_000_000)
+    return jobs.enqueue(
+        DELIVER_KIND,
+        {"user_id": user_id},
+        key=f"{DELIVER_KIND}:{user_id}:{stamp}",
+        max_attempts=settings.TRACKING_DELIVERY_MAX_ATTEMPTS,
+        dispatch=dispatch,
+    )
+
+
+def profile_deliver(*, user_id: int, webhook_id: str) -> dict:
+    """Build the user's profile now (coalesced: the latest state) and POST it; raises SkipJob when off."""
+    client = crm_client_from_settings()
+    if client is None:
+        raise jobs.SkipJob("CRM_WEBHOOK_URL is not set: delivery is off")
+    user = TrackedUser.objects.filter(pk=user_id).first()
+    if user is None:
+        raise jobs.SkipJob("the user no longer exists (retention)")
+    profile = crm_profile(user)
+    client.deliver(profile, webhook_id=webhook_id)
+    TrackedUser.objects.filter(pk=user_id).update(last_delivered_at=timezone.now(), last_delivered_payload=profile)
+    return profile
+
+
+def retention_start() -> Job:
+    """Queue a retention pass; triggers within the same minute share one job."""
+    key = f"{RETENTION_KIND}:{timezone.now().strftime('%Y-%m-%dT%H:%M')}"
+    return jobs.enqueue(RETENTION_KIND, {"part": 1}, key=key)
+
+
+def retention_run(*, job: Job) -> int:
+    """Delete one batch of inactive users; a full batch queues the next part."""
+    deleted = tracked_users_delete_inactive(batch_size=settings.TRACKING_RETENTION_BATCH)
+    if deleted == settings.TRACKING_RETENTION_BATCH:
+        part = job.payload["part"] + 1
+        jobs.enqueue(RETENTION_KIND, {"part": part}, key=f"{job.key.split('#', 1)[0]}#{part}")
+    logger.info("tracking_retention_done", deleted=deleted)
+    return deleted
+
+
+def tracked_users_delete_inactive(*, batch_size: int) -> int:
+    """Delete up to `batch_size` users without genuine activity for LEAD_RETENTION_DAYS, oldest first."""
+    cutoff = timezone.now() - timedelta(days=settings.LEAD_RETENTION_DAYS)
+    inactive = TrackedUser.objects.filter(last_activity_at__lt=cutoff)
+    with transaction.atomic():
+        ids = list(inactive.order_by("last_activity_at").values_list("id", flat=True)[:batch_size])
+        # Re-checked in the DELETE: a user active since the SELECT is kept.
+        deleted, _ = inactive.filter(id__in=ids).delete()
+    return deleted
