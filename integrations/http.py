@@ -7,6 +7,7 @@ duration only: never query strings, headers or bodies, which carry secrets
 and personal data.
 """
 
+import os
 import time
 from email.utils import parsedate_to_datetime
 from urllib.parse import urljoin, urlsplit
@@ -47,6 +48,24 @@ class HttpClient:
         )
         self.session = session or requests.Session()
         self.session.headers["User-Agent"] = settings.HTTP_USER_AGENT
+        self._read_environment_once()
+
+    def _read_environment_once(self):
+        """Proxies and CA bundle from the environment, read now instead of on every request.
+
+        With `trust_env` requests scans all of os.environ twice per request for
+        proxy variables: about 1 ms of CPU per call on this project's machines
+        (bench/tracking/sync), more than the rest of the HTTP call. The result is
+        the same as long as the environment does not change while the process
+        runs. (.netrc credentials, the other thing trust_env reads, are not used.)
+        """
+        if not self.session.trust_env:
+            return
+        self.session.trust_env = False
+        self.session.proxies.update(requests.utils.get_environ_proxies(self.base_url))
+        bundle = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE")
+        if bundle and self.session.verify is True:
+            self.session.verify = bundle
 
     def request(self, method: str, path: str, **kwargs) -> requests.Response:
         url = urljoin(self.base_url, path.lstrip("/"))

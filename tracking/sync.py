@@ -16,6 +16,8 @@
   batch per job, each full batch queueing the next.
 """
 
+import functools
+import operator
 import queue
 import threading
 import time
@@ -84,10 +86,8 @@ def _sync_pending(*, cutoff: datetime, deadline: float) -> SyncProgress:
 
     def work(kapa_client):
         try:
-            while (user := todo.get()) is not None:
-                if time.monotonic() >= deadline:
-                    continue  # left pending for the continuation
-                ok = _sync_user(user, kapa_client)
+            while (delivery := todo.get()) is not None:
+                ok = _deliver_now(delivery, kapa_client)
                 with lock:
                     progress.synced += ok
                     progress.failed += not ok
@@ -103,12 +103,13 @@ def _sync_pending(*, cutoff: datetime, deadline: float) -> SyncProgress:
         thread.start()
     try:
         after = None
+        # Past the deadline no new batch is taken; the threads finish the deliveries already queued.
         while time.monotonic() < deadline:
             batch = _pending_batch(cutoff=cutoff, after=after, size=settings.TRACKING_SYNC_BATCH)
             if not batch:
                 break
-            for user in batch:
-                todo.put(user)
+            for delivery in _queue_deliveries(batch):
+                todo.put(delivery)
             after = batch[-1]
     finally:
         for _ in threads:
@@ -128,19 +129,30 @@ def _pending_batch(*, cutoff: datetime, after: tuple | None, size: int) -> list[
     return list(pending.order_by("pending_since", "id").values_list("id", "pending_since")[:size])
 
 
-def _sync_user(user: tuple, kapa_client) -> bool:
-    user_id, pending_since = user
+def _queue_deliveries(batch: list[tuple]) -> list[tuple[int, int]]:
+    """Clear a batch's markers and write its delivery jobs in one transaction: (user id, job id) pairs.
+
+    A marker is cleared only if no capture came since the batch was read; a
+    newer one stays for the next sync. The jobs are not sent to the workers:
+    the sync's threads run them (and if the sync dies first, the sweep sends
+    them). A batch at a time, because per user the two writes cost more CPU
+    than the delivery itself (bench/tracking/sync).
+    """
+    unchanged = functools.reduce(operator.or_, (Q(pk=user_id, pending_since=since) for user_id, since in batch))
+    with transaction.atomic():
+        TrackedUser.objects.filter(unchanged).update(pending_since=None)
+        deliveries = jobs.enqueue_many([_delivery_spec(user_id, since) for user_id, since in batch], dispatch=False)
+    return [(user_id, job.pk) for (user_id, _), job in zip(batch, deliveries, strict=True)]
+
+
+def _deliver_now(delivery: tuple[int, int], kapa_client) -> bool:
+    user_id, job_id = delivery
     try:
         if kapa_client is not None:
             _kapa_refresh(user_id, kapa_client)
-        with transaction.atomic():
-            # Cleared only if no capture came since it was read: a newer one stays for the next sync.
-            TrackedUser.objects.filter(pk=user_id, pending_since=pending_since).update(pending_since=None)
-            delivery = profile_delivery_enqueue(user_id=user_id, marker=pending_since, dispatch=False)
-        job_run(job_id=delivery.pk)
+        job_run(job_id=job_id)  # a failed delivery is the job layer's to retry
         return True
     except Exception:
-        # The user stays pending (or their delivery job retries); the sync goes on with the others.
         logger.exception("tracking_sync_user_failed", user_id=user_id)
         return False
 
@@ -174,15 +186,19 @@ def _kapa_refresh(user_id: int, kapa_client) -> None:
         user.save(update_fields=[*changes, "last_activity_at", "updated_at"])
 
 
-def profile_delivery_enqueue(*, user_id: int, marker: datetime | None = None, dispatch: bool = True) -> Job:
-    """One delivery per user and marker (the key is also the webhook-id the CRM deduplicates on)."""
-    stamp = int((marker or timezone.now()).timestamp() * 1_000_000)
-    return jobs.enqueue(
+def profile_delivery_enqueue(*, user_id: int) -> Job:
+    """Queue a delivery of the user's profile now (admin, backfill); the sync queues its own by batch."""
+    spec = _delivery_spec(user_id, timezone.now())
+    return jobs.enqueue(spec.kind, spec.payload, key=spec.key, max_attempts=spec.max_attempts)
+
+
+def _delivery_spec(user_id: int, marker: datetime) -> jobs.JobSpec:
+    """One delivery per user and marker; the key is also the webhook-id the CRM deduplicates on."""
+    return jobs.JobSpec(
         DELIVER_KIND,
         {"user_id": user_id},
-        key=f"{DELIVER_KIND}:{user_id}:{stamp}",
+        key=f"{DELIVER_KIND}:{user_id}:{int(marker.timestamp() * 1_000_000)}",
         max_attempts=settings.TRACKING_DELIVERY_MAX_ATTEMPTS,
-        dispatch=dispatch,
     )
 
 
@@ -191,7 +207,9 @@ def profile_deliver(*, user_id: int, webhook_id: str) -> dict:
     client = crm_client_from_settings()
     if client is None:
         raise jobs.SkipJob("CRM_WEBHOOK_URL is not set: delivery is off")
-    user = TrackedUser.objects.filter(pk=user_id).first()
+    # Raw: compiling the ORM's SELECT of this wide row cost more CPU than the HTTP call (bench/tracking/sync).
+    by_id = f"SELECT * FROM {TrackedUser._meta.db_table} WHERE id = %s"
+    user = next(iter(TrackedUser.objects.raw(by_id, [user_id])), None)
     if user is None:
         raise jobs.SkipJob("the user no longer exists (retention)")
     profile = crm_profile(user)
