@@ -7,6 +7,7 @@ round trip. PostgreSQL and SQLite (>= 3.35, for RETURNING) share the syntax,
 so the zero-setup run takes the same path.
 """
 
+import functools
 from collections.abc import Sequence
 
 from django.db import connection
@@ -64,3 +65,40 @@ def insert_many_on_conflict(instances: Sequence, *, on_conflict: str, returning:
             if returning:
                 written.extend(cursor.fetchall())
     return written
+
+
+def fetch_models(model, sql: str, params: Sequence = ()) -> list:
+    """Instances of `model` from SQL with a `{columns}` placeholder for its column list.
+
+    `fetch_models(Job, "UPDATE jobs_job SET … WHERE id = %s RETURNING {columns}", [pk])`:
+    what `Model.objects.raw()` does, minus its column resolution and result
+    description on every call, which cost more CPU than the query itself on
+    the hot paths that use this (claiming a job, reading a tracked user for
+    delivery, bench/tracking/sync). The row layout is worked out once per model.
+    """
+    columns, attnames, converters = _row_layout(model)
+    with connection.cursor() as cursor:
+        cursor.execute(sql.format(columns=columns), params)
+        rows = cursor.fetchall()
+    instances = []
+    for row in rows:
+        values = list(row)
+        for index, field_converters, expression in converters:
+            for convert in field_converters:
+                values[index] = convert(values[index], expression, connection)
+        instances.append(model.from_db(connection.alias, attnames, values))
+    return instances
+
+
+@functools.cache
+def _row_layout(model):
+    """(column list SQL, attnames, [(index, converters, expression)]) as the ORM's compiler would apply them."""
+    fields = model._meta.concrete_fields
+    columns = ", ".join(connection.ops.quote_name(field.column) for field in fields)
+    converters = []
+    for index, field in enumerate(fields):
+        expression = field.get_col(model._meta.db_table)
+        field_converters = connection.ops.get_db_converters(expression) + field.get_db_converters(connection)
+        if field_converters:
+            converters.append((index, field_converters, expression))
+    return columns, [field.attname for field in fields], converters

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import environ
 import structlog
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -384,6 +385,10 @@ TRACKING_SYNC_TIME_BUDGET_SECONDS = env.int(
     "TRACKING_SYNC_TIME_BUDGET_SECONDS", default=min(240, JOBS_LEASE_SECONDS - 60)
 )
 TRACKING_DELIVERY_MAX_ATTEMPTS = env.int("TRACKING_DELIVERY_MAX_ATTEMPTS", default=8)
+# The sync runs 2 threads per call in flight, each with its own database connection, plus the job's own.
+_database_pool = DATABASES["default"].get("OPTIONS", {}).get("pool")
+if _database_pool and _database_pool["max_size"] < 2 * TRACKING_SYNC_CONCURRENCY + 2:
+    raise ImproperlyConfigured("DATABASE_POOL_MAX_SIZE must be at least 2 × TRACKING_SYNC_CONCURRENCY + 2")
 
 # --- Docs-site login through Auth0 (tracking/docs_auth.py, integrations/auth0/) ------
 # The login answers 404 until all three are set. The domain is the tenant's (or its custom domain);

@@ -7,7 +7,9 @@ duration only: never query strings, headers or bodies, which carry secrets
 and personal data.
 """
 
+import contextlib
 import os
+import threading
 import time
 from email.utils import parsedate_to_datetime
 from urllib.parse import urljoin, urlsplit
@@ -39,6 +41,9 @@ class HttpClient:
     """Subclass per service: set `service`, pass the base URL, add the service's calls."""
 
     service = "http"
+    # A semaphore shared by the clients of several threads bounds their requests in flight together
+    # (the CRM sync: its threads overlap database work, the outside service sees at most N calls).
+    in_flight: threading.Semaphore | None = None
 
     def __init__(self, base_url: str, *, connect_timeout=None, read_timeout=None, session=None):
         self.base_url = base_url.rstrip("/") + "/"
@@ -73,7 +78,8 @@ class HttpClient:
         log = logger.bind(service=self.service, method=method, host=urlsplit(url).hostname, path=urlsplit(url).path)
         started = time.monotonic()
         try:
-            response = self.session.request(method, url, **kwargs)
+            with self.in_flight or contextlib.nullcontext():
+                response = self.session.request(method, url, **kwargs)
         except requests.Timeout as exc:
             log.warning("http_timeout", duration_ms=_ms(started))
             raise TransientError(f"{self.service}: timed out") from exc

@@ -26,7 +26,7 @@ from django.db import connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from config.db import insert_many_on_conflict
+from config.db import fetch_models, insert_many_on_conflict
 from jobs import JobSpec
 from jobs.errors import PermanentError, SkipJob, TransientError
 from jobs.handlers import PING_KIND
@@ -148,21 +148,20 @@ def job_claim(*, job_id) -> Job | None:
     now = timezone.now()
     dt = connection.ops.adapt_datetimefield_value
     q = connection.ops.quote_name
-    claimed = list(
-        Job.objects.raw(
-            f"UPDATE {q(Job._meta.db_table)} SET status = %s, attempts = attempts + 1, started_at = %s,"
-            " lease_expires_at = %s, updated_at = %s"
-            " WHERE id = %s AND status = %s AND run_after <= %s RETURNING *",
-            [
-                Job.Status.RUNNING,
-                dt(now),
-                dt(now + timedelta(seconds=settings.JOBS_LEASE_SECONDS)),
-                dt(now),
-                job_id,
-                Job.Status.PENDING,
-                dt(now),
-            ],
-        )
+    claimed = fetch_models(
+        Job,
+        f"UPDATE {q(Job._meta.db_table)} SET status = %s, attempts = attempts + 1, started_at = %s,"
+        " lease_expires_at = %s, updated_at = %s"
+        " WHERE id = %s AND status = %s AND run_after <= %s RETURNING {columns}",
+        [
+            Job.Status.RUNNING,
+            dt(now),
+            dt(now + timedelta(seconds=settings.JOBS_LEASE_SECONDS)),
+            dt(now),
+            job_id,
+            Job.Status.PENDING,
+            dt(now),
+        ],
     )
     return claimed[0] if claimed else None
 

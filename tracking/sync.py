@@ -32,6 +32,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 import jobs
+from config.db import fetch_models
 from integrations.crm_webhook.client import client_from_settings as crm_client_from_settings
 from integrations.kapa.client import client_from_settings as kapa_client_from_settings
 from jobs.models import Job
@@ -84,7 +85,13 @@ def _sync_pending(*, cutoff: datetime, deadline: float) -> SyncProgress:
     lock = threading.Lock()
     todo: queue.Queue = queue.Queue(maxsize=settings.TRACKING_SYNC_BATCH)
 
+    in_flight = threading.BoundedSemaphore(settings.TRACKING_SYNC_CONCURRENCY)
+
     def work(kapa_client):
+        # This thread's CRM client, the one its delivery jobs use, shares the bound on calls in flight.
+        for client in (kapa_client, crm_client_from_settings()):
+            if client is not None:
+                client.in_flight = in_flight
         try:
             while (delivery := todo.get()) is not None:
                 ok = _deliver_now(delivery, kapa_client)
@@ -94,10 +101,12 @@ def _sync_pending(*, cutoff: datetime, deadline: float) -> SyncProgress:
         finally:
             connection.close()  # this thread's own connection
 
+    # Twice as many threads as calls in flight: one thread's database work overlaps another's HTTP wait,
+    # so the outside services always have TRACKING_SYNC_CONCURRENCY calls open (bench/tracking/sync).
     # One Kapa client (one HTTP session) per thread, made here so a configuration error fails the job.
     threads = [
         threading.Thread(target=work, args=(kapa_client_from_settings(),), daemon=True)
-        for _ in range(settings.TRACKING_SYNC_CONCURRENCY)
+        for _ in range(2 * settings.TRACKING_SYNC_CONCURRENCY)
     ]
     for thread in threads:
         thread.start()
@@ -207,15 +216,30 @@ def profile_deliver(*, user_id: int, webhook_id: str) -> dict:
     client = crm_client_from_settings()
     if client is None:
         raise jobs.SkipJob("CRM_WEBHOOK_URL is not set: delivery is off")
-    # Raw: compiling the ORM's SELECT of this wide row cost more CPU than the HTTP call (bench/tracking/sync).
-    by_id = f"SELECT * FROM {TrackedUser._meta.db_table} WHERE id = %s"
-    user = next(iter(TrackedUser.objects.raw(by_id, [user_id])), None)
+    # Not the ORM: compiling its SELECT of this wide row cost more CPU than the HTTP call (bench/tracking/sync).
+    found = fetch_models(TrackedUser, f"SELECT {{columns}} FROM {TrackedUser._meta.db_table} WHERE id = %s", [user_id])
+    user = found[0] if found else None
     if user is None:
         raise jobs.SkipJob("the user no longer exists (retention)")
     profile = crm_profile(user)
     client.deliver(profile, webhook_id=webhook_id)
-    TrackedUser.objects.filter(pk=user_id).update(last_delivered_at=timezone.now(), last_delivered_payload=profile)
+    _record_delivery(user_id, profile)
     return profile
+
+
+def _record_delivery(user_id: int, profile: dict) -> None:
+    """The payload as sent, for admin; plain SQL for the same reason as the read above."""
+    payload_field = TrackedUser._meta.get_field("last_delivered_payload")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {TrackedUser._meta.db_table}"
+            " SET last_delivered_at = %s, last_delivered_payload = %s WHERE id = %s",
+            [
+                connection.ops.adapt_datetimefield_value(timezone.now()),
+                payload_field.get_db_prep_save(profile, connection),
+                user_id,
+            ],
+        )
 
 
 def retention_start() -> Job:
