@@ -23,6 +23,9 @@ from jobs.errors import PermanentError, TransientError
 
 logger = structlog.get_logger(__name__)
 
+# Keyword arguments of Session.request that belong to sending, not to the request itself.
+_SEND_OPTIONS = ("timeout", "allow_redirects", "stream", "verify", "cert", "proxies")
+
 
 def parse_retry_after(value: str | None) -> float | None:
     """Retry-After as seconds: either delta-seconds or an HTTP date."""
@@ -77,9 +80,12 @@ class HttpClient:
         kwargs.setdefault("timeout", self.timeout)
         log = logger.bind(service=self.service, method=method, host=urlsplit(url).hostname, path=urlsplit(url).path)
         started = time.monotonic()
+        # Session.request split in two, so a bound on calls in flight covers the network part only.
+        send_options = {name: kwargs.pop(name) for name in _SEND_OPTIONS if name in kwargs}
+        prepared = self.session.prepare_request(requests.Request(method, url, **kwargs))
         try:
             with self.in_flight or contextlib.nullcontext():
-                response = self.session.request(method, url, **kwargs)
+                response = self.session.send(prepared, **send_options)
         except requests.Timeout as exc:
             log.warning("http_timeout", duration_ms=_ms(started))
             raise TransientError(f"{self.service}: timed out") from exc
