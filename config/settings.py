@@ -379,6 +379,8 @@ LEAD_RETENTION_DAYS = env.int("LEAD_RETENTION_DAYS", default=30)
 TRACKING_RETENTION_BATCH = env.int("TRACKING_RETENTION_BATCH", default=1000)
 TRACKING_SYNC_HOUR_UTC = env.int("TRACKING_SYNC_HOUR_UTC", default=3)  # the daily sync's beat trigger
 TRACKING_SYNC_CONCURRENCY = env.int("TRACKING_SYNC_CONCURRENCY", default=8)
+# Sync jobs run side by side on separate worker processes, the calls in flight split between them.
+TRACKING_SYNC_SHARDS = env.int("TRACKING_SYNC_SHARDS", default=2)
 TRACKING_SYNC_BATCH = env.int("TRACKING_SYNC_BATCH", default=500)
 # One sync job stops taking users after this long and queues its continuation; below the job lease.
 TRACKING_SYNC_TIME_BUDGET_SECONDS = env.int(

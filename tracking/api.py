@@ -161,15 +161,22 @@ class InvalidInvokeSecret(APIException):
     default_code = "invalid_invoke_secret"
 
 
-QUEUED = inline_serializer("JobQueued", {"jobId": serializers.IntegerField(), "key": serializers.CharField()})
+QUEUED = inline_serializer(
+    "JobsQueued",
+    {
+        "jobs": inline_serializer(
+            "JobQueued", {"jobId": serializers.IntegerField(), "key": serializers.CharField()}, many=True
+        )
+    },
+)
 
 
 class InternalTriggerView(APIView):
-    """POST with `Authorization: Bearer CRM_INVOKE_SECRET` queues the job; off (404) while the secret is unset."""
+    """POST with `Authorization: Bearer CRM_INVOKE_SECRET` queues the jobs; off (404) while the secret is unset."""
 
     throttle_classes = [ScopedRateThrottle]
     throttle_scope = "internal_trigger"
-    start = None  # set per URL: a function of no arguments that queues the job
+    start = None  # set per URL: a function of no arguments that queues the job (or jobs)
 
     @extend_schema(responses={202: QUEUED, 401: ERROR, 404: ERROR, 429: ERROR}, request=None)
     def post(self, request):
@@ -178,8 +185,9 @@ class InternalTriggerView(APIView):
         scheme, _, supplied = request.headers.get("Authorization", "").partition(" ")
         bearer = supplied if scheme.lower() == "bearer" else None
         require_secret(bearer, settings.CRM_INVOKE_SECRET, InvalidInvokeSecret)
-        job = self.start()
-        return Response({"jobId": job.pk, "key": job.key}, status=202)
+        queued = self.start()
+        queued = queued if isinstance(queued, list) else [queued]
+        return Response({"jobs": [{"jobId": job.pk, "key": job.key} for job in queued]}, status=202)
 
 
 class SyncTriggerView(InternalTriggerView):

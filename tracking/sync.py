@@ -28,6 +28,7 @@ import structlog
 from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Q
+from django.db.models.functions import Mod
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
@@ -54,24 +55,42 @@ class SyncProgress:
     remaining: bool = False
 
 
-def daily_sync_start(*, reason: str) -> tuple[Job, Job]:
+def daily_sync_start(*, reason: str) -> tuple[list[Job], Job]:
     """Queue a sync of everyone pending now and a retention pass (what the beat trigger does)."""
     with transaction.atomic():
         return profile_sync_start(reason=reason), retention_start()
 
 
-def profile_sync_start(*, reason: str) -> Job:
-    """Queue a sync of the users pending now; triggers within the same minute share one job."""
+def profile_sync_start(*, reason: str) -> list[Job]:
+    """Queue a sync of the users pending now, one job per shard; triggers within the same minute share them.
+
+    Shards split the pending users by id and run side by side on separate
+    worker processes, each with its share of the calls in flight: one process
+    alone spent the sync's time waiting for its own interpreter lock rather
+    than for the CRM (bench/tracking/sync).
+    """
     now = timezone.now()
-    key = f"{SYNC_KIND}:{now.strftime('%Y-%m-%dT%H:%M')}"
-    return jobs.enqueue(SYNC_KIND, {"cutoff": now.isoformat(), "part": 1, "reason": reason}, key=key)
+    stamp = now.strftime("%Y-%m-%dT%H:%M")
+    shards = settings.TRACKING_SYNC_SHARDS
+    payload = {"cutoff": now.isoformat(), "part": 1, "reason": reason, "shards": shards}
+    with transaction.atomic():
+        return [
+            jobs.enqueue(SYNC_KIND, {**payload, "shard": shard}, key=f"{SYNC_KIND}:{stamp}:{shard + 1}of{shards}")
+            for shard in range(shards)
+        ]
 
 
 def profile_sync_run(*, job: Job) -> SyncProgress:
-    """One sync job: users pending at or before its cutoff, until none are left or the budget is spent."""
+    """One sync job: its shard's users pending at or before the cutoff, until none are left or time is up."""
     cutoff = parse_datetime(job.payload["cutoff"])
+    shard, shards = job.payload.get("shard", 0), job.payload.get("shards", 1)
     deadline = time.monotonic() + settings.TRACKING_SYNC_TIME_BUDGET_SECONDS
-    progress = _sync_pending(cutoff=cutoff, deadline=deadline)
+    progress = _sync_pending(
+        cutoff=cutoff,
+        deadline=deadline,
+        shard=(shard, shards),
+        calls_in_flight=max(1, settings.TRACKING_SYNC_CONCURRENCY // shards),
+    )
     if progress.remaining:
         part = job.payload["part"] + 1
         base_key = job.key.split("#", 1)[0]
@@ -80,12 +99,12 @@ def profile_sync_run(*, job: Job) -> SyncProgress:
     return progress
 
 
-def _sync_pending(*, cutoff: datetime, deadline: float) -> SyncProgress:
+def _sync_pending(*, cutoff: datetime, deadline: float, shard: tuple[int, int], calls_in_flight: int) -> SyncProgress:
     progress = SyncProgress()
     lock = threading.Lock()
     todo: queue.Queue = queue.Queue(maxsize=settings.TRACKING_SYNC_BATCH)
 
-    in_flight = threading.BoundedSemaphore(settings.TRACKING_SYNC_CONCURRENCY)
+    in_flight = threading.BoundedSemaphore(calls_in_flight)
 
     def work(kapa_client):
         # This thread's CRM client, the one its delivery jobs use, shares the bound on calls in flight.
@@ -102,11 +121,11 @@ def _sync_pending(*, cutoff: datetime, deadline: float) -> SyncProgress:
             connection.close()  # this thread's own connection
 
     # Twice as many threads as calls in flight: one thread's database work overlaps another's HTTP wait,
-    # so the outside services always have TRACKING_SYNC_CONCURRENCY calls open (bench/tracking/sync).
+    # so the outside services always have `calls_in_flight` calls open (bench/tracking/sync).
     # One Kapa client (one HTTP session) per thread, made here so a configuration error fails the job.
     threads = [
         threading.Thread(target=work, args=(kapa_client_from_settings(),), daemon=True)
-        for _ in range(2 * settings.TRACKING_SYNC_CONCURRENCY)
+        for _ in range(2 * calls_in_flight)
     ]
     for thread in threads:
         thread.start()
@@ -114,7 +133,7 @@ def _sync_pending(*, cutoff: datetime, deadline: float) -> SyncProgress:
         after = None
         # Past the deadline no new batch is taken; the threads finish the deliveries already queued.
         while time.monotonic() < deadline:
-            batch = _pending_batch(cutoff=cutoff, after=after, size=settings.TRACKING_SYNC_BATCH)
+            batch = _pending_batch(cutoff=cutoff, after=after, size=settings.TRACKING_SYNC_BATCH, shard=shard)
             if not batch:
                 break
             for delivery in _queue_deliveries(batch):
@@ -125,13 +144,16 @@ def _sync_pending(*, cutoff: datetime, deadline: float) -> SyncProgress:
             todo.put(None)
         for thread in threads:
             thread.join()
-    progress.remaining = _pending_batch(cutoff=cutoff, after=None, size=1) != []
+    progress.remaining = _pending_batch(cutoff=cutoff, after=None, size=1, shard=shard) != []
     return progress
 
 
-def _pending_batch(*, cutoff: datetime, after: tuple | None, size: int) -> list[tuple]:
-    """(id, pending_since) of pending users, oldest marker first; keyset pagination past `after`."""
+def _pending_batch(*, cutoff: datetime, after: tuple | None, size: int, shard: tuple[int, int]) -> list[tuple]:
+    """(id, pending_since) of the shard's pending users, oldest marker first; keyset pagination past `after`."""
+    number, shards = shard
     pending = TrackedUser.objects.filter(pending_since__isnull=False, pending_since__lte=cutoff)
+    if shards > 1:
+        pending = pending.alias(shard=Mod("id", shards)).filter(shard=number)
     if after:
         after_id, after_since = after
         pending = pending.filter(Q(pending_since__gt=after_since) | Q(pending_since=after_since, id__gt=after_id))

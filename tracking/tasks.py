@@ -14,5 +14,5 @@ def poll_mailboxes():
 @shared_task(name="tracking.daily_sync")
 def daily_sync():
     """Beat, daily at TRACKING_SYNC_HOUR_UTC: only queues the sync and retention jobs."""
-    sync_job, retention_job = sync.daily_sync_start(reason="beat")
-    return [sync_job.pk, retention_job.pk]
+    sync_jobs, retention_job = sync.daily_sync_start(reason="beat")
+    return [*(job.pk for job in sync_jobs), retention_job.pk]

@@ -193,19 +193,34 @@ def test_the_sync_refreshes_kapa_engagement_before_delivering(crm, httpserver, s
 def test_past_its_time_budget_the_sync_queues_its_continuation_which_finishes(crm, settings):
     settings.TRACKING_SYNC_TIME_BUDGET_SECONDS = 0
     make_users(3)
-    first = run_sync()
+    shards = run_sync()
     assert crm.received == [] and TrackedUser.objects.filter(pending_since__isnull=False).count() == 3
     settings.TRACKING_SYNC_TIME_BUDGET_SECONDS = 60
     run_jobs(sync.SYNC_KIND)
     assert crm.subs() == ["auth0|u0", "auth0|u1", "auth0|u2"]
-    assert Job.objects.filter(key=f"{first.key}#2", status="succeeded").exists()
+    assert all(Job.objects.filter(key=f"{shard.key}#2", status="succeeded").exists() for shard in shards)
+
+
+def test_shards_split_the_pending_users_and_each_delivers_only_its_own(crm, settings):
+    settings.TRACKING_SYNC_SHARDS = 3
+    make_users(9)
+    shards = sync.profile_sync_start(reason="test")
+    assert [job.payload["shard"] for job in shards] == [0, 1, 2]
+    from jobs.services import job_run
+
+    job_run(job_id=shards[1].pk)
+    ids = TrackedUser.objects.filter(pending_since__isnull=True).values_list("id", flat=True)
+    assert len(crm.received) == 3 and all(user_id % 3 == 1 for user_id in ids)
+    run_jobs(sync.SYNC_KIND)
+    assert len(crm.subs()) == 9 and not TrackedUser.objects.filter(pending_since__isnull=False).exists()
 
 
 @pytest.mark.slow
 def test_a_sync_killed_midway_resumes_and_every_pending_user_is_delivered(httpserver, settings):
     crm = FakeCrm(httpserver, delay=0.05)
     make_users(60)
-    job = sync.profile_sync_start(reason="test")
+    settings.TRACKING_SYNC_SHARDS = 1
+    (job,) = sync.profile_sync_start(reason="test")
     env = subprocess_env(CRM_WEBHOOK_URL=crm.url, CRM_SIGNING_SECRET=SECRET, TRACKING_SYNC_CONCURRENCY=2)
     code = f"import django; django.setup(); from jobs.services import job_run; job_run(job_id={job.pk})"
     worker = subprocess.Popen([sys.executable, "-c", code], env=env, start_new_session=True)
@@ -251,13 +266,14 @@ def test_retention_deletes_only_users_without_genuine_activity_in_batches(settin
     assert Job.objects.filter(kind=sync.RETENTION_KIND).count() == 3  # 2 + 2 + 1, each full batch queued the next
 
 
-def test_the_beat_trigger_only_queues_the_sync_and_retention_jobs(crm):
+def test_the_beat_trigger_only_queues_the_sync_and_retention_jobs(crm, settings):
     from tracking.tasks import daily_sync
 
     make_users(2)
     daily_sync()
     assert crm.received == []  # nothing done in the trigger itself
-    assert sorted(Job.objects.values_list("kind", flat=True)) == [sync.RETENTION_KIND, sync.SYNC_KIND]
+    kinds = sorted(Job.objects.values_list("kind", flat=True))
+    assert kinds == [sync.RETENTION_KIND] + [sync.SYNC_KIND] * settings.TRACKING_SYNC_SHARDS
     run_jobs(sync.SYNC_KIND)
     assert len(crm.received) == 2
 
@@ -273,7 +289,8 @@ def test_internal_triggers_need_the_invoke_secret(client, settings, path):
     assert not Job.objects.exists()
     response = client.post(path, HTTP_AUTHORIZATION=f"Bearer {INVOKE_SECRET}")
     assert response.status_code == 202
-    assert Job.objects.get().key == response.json()["key"]
+    queued = {(job["jobId"], job["key"]) for job in response.json()["jobs"]}
+    assert queued == set(Job.objects.values_list("id", "key")) and queued
 
 
 def test_deliver_profiles_command(crm):

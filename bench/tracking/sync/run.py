@@ -175,7 +175,10 @@ def main():
         out_dir=OUT_DIR,
     )
     worker = start_process(
-        "worker", celery_worker_command(concurrency=1, name="sync"), env=dict(os.environ), out_dir=OUT_DIR
+        "worker",
+        celery_worker_command(concurrency=settings.TRACKING_SYNC_SHARDS, name="sync"),
+        env=dict(os.environ),
+        out_dir=OUT_DIR,
     )
     try:
         wait_for(lambda: _answers(), timeout=20, processes=[fake])
@@ -184,7 +187,8 @@ def main():
             sync_concurrency=settings.TRACKING_SYNC_CONCURRENCY,
             sync_batch=settings.TRACKING_SYNC_BATCH,
             crm_delay_ms=ARGS.delay_ms,
-            worker="1 celery worker, prefork, concurrency 1 (the sync job's 8 threads deliver)",
+            sync_shards=settings.TRACKING_SYNC_SHARDS,
+            worker=f"1 celery worker, prefork, concurrency {settings.TRACKING_SYNC_SHARDS} (one per sync shard)",
         )
         sets = [("large", ARGS.total), ("small", ARGS.pending)]
         rounds = []
