@@ -69,8 +69,12 @@ USERS = TrackedUser._meta.db_table
 
 
 def seed(total: int, pending: int):
-    """`total` users with a typical capture each; every (total / pending)-th one pending, spread over the table."""
-    step = total // pending
+    """`total` users with a typical capture each, `pending` of them pending, spread over the table.
+
+    n × 7919 mod total is a permutation of the users (7919 is a prime that divides no total used
+    here), so taking those below `pending` picks them spread evenly and without a pattern in
+    their ids, as activity would: an every-k-th pattern would put them all in one sync shard.
+    """
     with connection.cursor() as cursor:
         cursor.execute(f"TRUNCATE {USERS}, {JobAttempt._meta.db_table}, {Job._meta.db_table} RESTART IDENTITY CASCADE")
         cursor.execute(
@@ -86,7 +90,8 @@ def seed(total: int, pending: int):
                 'auth0|bench' || n, 'user' || n || '@acme' || (n %% 5000) || '.com', 'Given', 'Family',
                 'Acme' || (n %% 5000), now() - interval '40 days', now() - interval '1 day', 'mcp',
                 'Claude Code', now() - (n %% 20) * interval '1 day',
-                CASE WHEN n %% %s = 0 THEN now() - interval '1 hour' + n * interval '1 microsecond' END,
+                CASE WHEN (n::bigint * 7919) %% %s < %s
+                     THEN now() - interval '1 hour' + n * interval '1 microsecond' END,
                 '{{"search_docs": 4, "ask_kapa": 1}}', now() - interval '1 day',
                 '[{{"tool": "search_docs", "context": "compare tiered storage costs for user ada@acme.com",
                     "at": "2026-11-30T10:00:00+00:00"}}]',
@@ -96,7 +101,7 @@ def seed(total: int, pending: int):
                 '["How do I size a cluster?"]', '{{}}', now() - interval '40 days', now()
             FROM generate_series(1, %s) AS n
             """,
-            [step, total],
+            [total, pending, total],
         )
         cursor.execute(f"VACUUM ANALYZE {USERS}")
         cursor.execute(f"SELECT count(*) FROM {USERS} WHERE pending_since IS NOT NULL")
