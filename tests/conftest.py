@@ -4,6 +4,8 @@ import uuid
 
 import pytest
 from django.conf import settings
+from django.core.signals import request_finished, request_started
+from django.db import close_old_connections
 
 import tests.jobs.handlers  # noqa: F401  (registers the test job kinds)
 from tests.jobs.handlers import runs_store
@@ -40,3 +42,14 @@ def subprocess_env(**extra) -> dict:
     env["DATABASE_URL"] = f"postgres://{db['USER']}:{db['PASSWORD'] or ''}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
     env.update({k: str(v) for k, v in extra.items()})
     return env
+
+
+@pytest.fixture
+def keep_the_test_transaction():
+    """For calls straight to the WSGI app (schemathesis): like Django's test client, keep it from closing
+    the test's database connection at the end of each request."""
+    for signal in (request_started, request_finished):
+        signal.disconnect(close_old_connections)
+    yield
+    for signal in (request_started, request_finished):
+        signal.connect(close_old_connections)

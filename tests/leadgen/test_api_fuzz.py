@@ -3,13 +3,13 @@
 import pytest
 import schemathesis
 from django.core.cache import cache
-from django.core.signals import request_finished, request_started
-from django.db import close_old_connections
 from hypothesis import HealthCheck, settings
 from rest_framework.throttling import ScopedRateThrottle
 from schemathesis.checks import positive_data_acceptance
 
 from config.wsgi import application
+
+pytestmark = pytest.mark.usefixtures("keep_the_test_transaction")
 
 CHAT_KEY = "chat-key-for-fuzzing"
 
@@ -25,16 +25,6 @@ def fuzzing_settings(settings, monkeypatch):
     monkeypatch.setitem(ScopedRateThrottle.THROTTLE_RATES, "leads", "100000/min")
     monkeypatch.setitem(ScopedRateThrottle.THROTTLE_RATES, "lookup", "100000/min")
     cache.clear()
-
-
-@pytest.fixture(autouse=True)
-def keep_the_test_transaction():
-    """Calls go straight to the WSGI app: like Django's test client, keep it from closing our connection."""
-    for signal in (request_started, request_finished):
-        signal.disconnect(close_old_connections)
-    yield
-    for signal in (request_started, request_finished):
-        signal.connect(close_old_connections)
 
 
 @pytest.mark.django_db
