@@ -13,13 +13,35 @@ MAX_STEP_CHOICES = 20
 UTM_KEYS = ("source", "medium", "campaign", "term", "content")
 
 
-class StrictCharField(serializers.CharField):
+class RawMaxLengthMixin:
+    """`max_length` as the OpenAPI schema states it: of the text as sent.
+
+    DRF trims whitespace before it checks the length, so a value over the
+    schema's maxLength was accepted when it began or ended with spaces
+    (schemathesis found it).
+    """
+
+    def to_internal_value(self, data):
+        if isinstance(data, str) and self.max_length is not None and len(data) > self.max_length:
+            self.fail("max_length", max_length=self.max_length)
+        return super().to_internal_value(data)
+
+
+class StrictCharField(RawMaxLengthMixin, serializers.CharField):
     """DRF turns numbers and booleans into text; a form sends text, so anything else is refused."""
 
     def to_internal_value(self, data):
         if not isinstance(data, str):
             self.fail("invalid")
         return super().to_internal_value(data)
+
+
+class BoundedEmailField(RawMaxLengthMixin, serializers.EmailField):
+    pass
+
+
+class BoundedURLField(RawMaxLengthMixin, serializers.URLField):
+    pass
 
 
 class UtmSerializer(serializers.Serializer):
@@ -56,14 +78,14 @@ class StepsField(serializers.DictField):
 class LeadInputSerializer(serializers.Serializer):
     firstName = StrictCharField(source="first_name", min_length=1, max_length=100)
     lastName = StrictCharField(source="last_name", max_length=100, required=False, allow_blank=True)
-    email = serializers.EmailField(max_length=254)
+    email = BoundedEmailField(max_length=254)
     phone = StrictCharField(max_length=32, required=False, allow_blank=True)
     company = StrictCharField(max_length=200, required=False, allow_blank=True)
     message = StrictCharField(max_length=5000, required=False, allow_blank=True)
     serviceType = serializers.ChoiceField(
         source="service_type", choices=Lead.ServiceType.choices, required=False, allow_blank=True
     )
-    sourcePage = serializers.URLField(source="source_page", max_length=500, required=False, allow_blank=True)
+    sourcePage = BoundedURLField(source="source_page", max_length=500, required=False, allow_blank=True)
     utm = UtmSerializer(required=False)
     steps = StepsField(required=False, child=serializers.JSONField())
     recaptchaToken = StrictCharField(max_length=4000, required=False, allow_blank=True, write_only=True)
@@ -116,7 +138,7 @@ class LeadSummarySerializer(serializers.Serializer):
 
 
 class LeadLookupInputSerializer(serializers.Serializer):
-    email = serializers.EmailField(max_length=254)
+    email = BoundedEmailField(max_length=254)
     sessionId = serializers.CharField(max_length=128, required=False)
 
 

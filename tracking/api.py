@@ -14,7 +14,7 @@ from rest_framework.response import Response
 from rest_framework.throttling import ScopedRateThrottle, SimpleRateThrottle
 from rest_framework.views import APIView
 
-from leadgen.serializers import StrictCharField
+from leadgen.serializers import BoundedEmailField, StrictCharField
 from tracking import activity, sync
 from tracking.docs_auth import docs_session_sub
 from tracking.models import TrackedUser
@@ -103,7 +103,7 @@ class McpEventInputSerializer(serializers.Serializer):
     context = StrictCharField(
         max_length=2000, required=False, allow_blank=True, help_text="The agent's stated intent, if it gave one."
     )
-    email = serializers.EmailField(required=False, allow_blank=True)
+    email = BoundedEmailField(max_length=254, required=False, allow_blank=True)
     givenName = StrictCharField(max_length=150, required=False, allow_blank=True)  # noqa: N815
     familyName = StrictCharField(max_length=150, required=False, allow_blank=True)  # noqa: N815
     orgName = StrictCharField(max_length=200, required=False, allow_blank=True)  # noqa: N815

@@ -149,6 +149,9 @@ def test_a_new_lead_and_its_jobs_are_two_inserts_and_one_run_message(client, dja
         ({"utm": {"source": "s" * 201}}, "utm"),
         ({"lastName": 0}, "lastName"),
         ({"company": True}, "company"),
+        # Lengths count the text as sent: padding that trimming would remove does not make it fit.
+        ({"firstName": "\tT/" + "*" * 98}, "firstName"),
+        ({"email": " " + "a" * 245 + "@acme.com"}, "email"),
     ],
 )
 def test_invalid_fields_get_a_400_naming_them_and_nothing_is_saved(client, overrides, field):
