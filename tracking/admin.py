@@ -2,7 +2,7 @@ import json
 import os
 
 from django.contrib import admin, messages
-from django.db import transaction
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
@@ -10,7 +10,7 @@ from jobs.selectors import jobs_for_key_prefix
 from tracking.models import EmailLead, Mailbox, Store, TrackedUser
 from tracking.profile import crm_profile
 from tracking.services import POLL_KIND
-from tracking.sync import DELIVER_KIND, profile_delivery_enqueue
+from tracking.sync import DELIVER_KIND, profile_deliveries_queue
 
 
 @admin.register(Store)
@@ -153,25 +153,26 @@ class TrackedUserAdmin(admin.ModelAdmin):
     @admin.display(description="delivery jobs")
     def deliveries(self, obj):
         rows = jobs_for_key_prefix(f"{DELIVER_KIND}:{obj.pk}:").order_by("-created_at")[:10]
-        return format_html_join_lines(
-            (job.pk, job.status, timezone.localtime(job.created_at).strftime("%Y-%m-%d %H:%M"), job.last_error[:120])
-            for job in rows
+        lines = format_html_join(
+            "",
+            '<li><a href="{}">{}</a> {} {}</li>',
+            (
+                (
+                    reverse("admin:jobs_job_change", args=[job.pk]),
+                    job.status,
+                    timezone.localtime(job.created_at).strftime("%Y-%m-%d %H:%M"),
+                    job.last_error[:120],
+                )
+                for job in rows
+            ),
         )
+        return format_html("<ul>{}</ul>", lines) if lines else "—"
 
     @admin.action(description="Deliver to the CRM now")
     def deliver_now(self, request, queryset):
-        with transaction.atomic():
-            for user_id in queryset.values_list("id", flat=True):
-                TrackedUser.objects.filter(pk=user_id).update(pending_since=None)
-                profile_delivery_enqueue(user_id=user_id)
-        count = queryset.count()
+        count = len(profile_deliveries_queue(user_ids=list(queryset.values_list("id", flat=True))))
         self.message_user(request, f"Queued {count} profile deliver{'y' if count == 1 else 'ies'}.", messages.SUCCESS)
 
 
 def _json_block(value) -> str:
     return format_html('<pre style="white-space: pre-wrap">{}</pre>', json.dumps(value, indent=2, sort_keys=True))
-
-
-def format_html_join_lines(rows) -> str:
-    lines = format_html_join("", '<li><a href="/admin/jobs/job/{}/change/">{}</a> {} {}</li>', rows)
-    return format_html("<ul>{}</ul>", lines) if lines else "—"

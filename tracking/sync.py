@@ -217,10 +217,13 @@ def _kapa_refresh(user_id: int, kapa_client) -> None:
         user.save(update_fields=[*changes, "last_activity_at", "updated_at"])
 
 
-def profile_delivery_enqueue(*, user_id: int) -> Job:
-    """Queue a delivery of the user's profile now (admin, backfill); the sync queues its own by batch."""
-    spec = _delivery_spec(user_id, timezone.now())
-    return jobs.enqueue(spec.kind, spec.payload, key=spec.key, max_attempts=spec.max_attempts)
+def profile_deliveries_queue(*, user_ids: list[int]) -> list[Job]:
+    """Deliver these users' profiles now, outside the daily sync (admin, backfill): their markers are
+    cleared and the deliveries go to the workers, in one transaction."""
+    now = timezone.now()
+    with transaction.atomic():
+        TrackedUser.objects.filter(pk__in=user_ids).update(pending_since=None)
+        return jobs.enqueue_many([_delivery_spec(user_id, now) for user_id in user_ids])
 
 
 def _delivery_spec(user_id: int, marker: datetime) -> jobs.JobSpec:

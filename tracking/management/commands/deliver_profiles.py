@@ -1,12 +1,11 @@
 """`manage.py deliver_profiles --sub SUB | --all-pending [--dry-run]`: queue profile deliveries now."""
 
 from django.core.management.base import BaseCommand, CommandError
-from django.db import transaction
 
 from tracking.models import TrackedUser
-from tracking.sync import profile_delivery_enqueue
+from tracking.sync import profile_deliveries_queue
 
-PROGRESS_EVERY = 1000
+BATCH = 1000  # users per transaction, and per progress line
 
 
 class Command(BaseCommand):
@@ -29,10 +28,7 @@ class Command(BaseCommand):
         if dry_run:
             self.stdout.write(f"would queue {len(ids)} deliveries (dry run)")
             return
-        for done, user_id in enumerate(ids, start=1):
-            with transaction.atomic():
-                TrackedUser.objects.filter(pk=user_id).update(pending_since=None)
-                profile_delivery_enqueue(user_id=user_id)
-            if done % PROGRESS_EVERY == 0:
-                self.stdout.write(f"queued {done}/{len(ids)}")
+        for start in range(0, len(ids), BATCH):
+            profile_deliveries_queue(user_ids=ids[start : start + BATCH])
+            self.stdout.write(f"queued {min(start + BATCH, len(ids))}/{len(ids)}")
         self.stdout.write(f"queued {len(ids)} deliveries")
