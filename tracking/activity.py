@@ -100,7 +100,7 @@ def tracked_user_sign_in(
     """
     at = at or timezone.now()
     with transaction.atomic():
-        user, created = TrackedUser.objects.select_for_update().get_or_create(
+        user, _ = TrackedUser.objects.select_for_update().get_or_create(
             sub=sub, defaults={"last_activity_at": at, "signed_up_at": at}
         )
         # Claims are capped to the columns; an address too long to be valid is not stored at all.

@@ -149,19 +149,19 @@ def _sync_pending(*, cutoff: datetime, deadline: float, shard: tuple[int, int], 
 
 
 def _pending_batch(*, cutoff: datetime, after: tuple | None, size: int, shard: tuple[int, int]) -> list[tuple]:
-    """(id, pending_since) of the shard's pending users, oldest marker first; keyset pagination past `after`."""
+    """(id, pending_since, sub) of the shard's pending users, oldest marker first; keyset pagination past `after`."""
     number, shards = shard
     pending = TrackedUser.objects.filter(pending_since__isnull=False, pending_since__lte=cutoff)
     if shards > 1:
         pending = pending.alias(shard=Mod("id", shards)).filter(shard=number)
     if after:
-        after_id, after_since = after
+        after_id, after_since, _ = after
         pending = pending.filter(Q(pending_since__gt=after_since) | Q(pending_since=after_since, id__gt=after_id))
-    return list(pending.order_by("pending_since", "id").values_list("id", "pending_since")[:size])
+    return list(pending.order_by("pending_since", "id").values_list("id", "pending_since", "sub")[:size])
 
 
-def _queue_deliveries(batch: list[tuple]) -> list[tuple[int, int]]:
-    """Clear a batch's markers and write its delivery jobs in one transaction: (user id, job id) pairs.
+def _queue_deliveries(batch: list[tuple]) -> list[tuple[int, str, int]]:
+    """Clear a batch's markers and write its delivery jobs in one transaction: (user id, sub, job id).
 
     A marker is cleared only if no capture came since the batch was read; a
     newer one stays for the next sync. The jobs are not sent to the workers:
@@ -169,18 +169,18 @@ def _queue_deliveries(batch: list[tuple]) -> list[tuple[int, int]]:
     them). A batch at a time, because per user the two writes cost more CPU
     than the delivery itself (bench/tracking/sync).
     """
-    unchanged = functools.reduce(operator.or_, (Q(pk=user_id, pending_since=since) for user_id, since in batch))
+    unchanged = functools.reduce(operator.or_, (Q(pk=user_id, pending_since=since) for user_id, since, _ in batch))
     with transaction.atomic():
         TrackedUser.objects.filter(unchanged).update(pending_since=None)
-        deliveries = jobs.enqueue_many([_delivery_spec(user_id, since) for user_id, since in batch], dispatch=False)
-    return [(user_id, job.pk) for (user_id, _), job in zip(batch, deliveries, strict=True)]
+        deliveries = jobs.enqueue_many([_delivery_spec(user_id, since) for user_id, since, _ in batch], dispatch=False)
+    return [(user_id, sub, job.pk) for (user_id, _, sub), job in zip(batch, deliveries, strict=True)]
 
 
-def _deliver_now(delivery: tuple[int, int], kapa_client) -> bool:
-    user_id, job_id = delivery
+def _deliver_now(delivery: tuple[int, str, int], kapa_client) -> bool:
+    user_id, sub, job_id = delivery
     try:
         if kapa_client is not None:
-            _kapa_refresh(user_id, kapa_client)
+            _kapa_refresh(user_id, sub, kapa_client)
         job_run(job_id=job_id)  # a failed delivery is the job layer's to retry
         return True
     except Exception:
@@ -188,10 +188,7 @@ def _deliver_now(delivery: tuple[int, int], kapa_client) -> bool:
         return False
 
 
-def _kapa_refresh(user_id: int, kapa_client) -> None:
-    sub = TrackedUser.objects.filter(pk=user_id).values_list("sub", flat=True).first()
-    if sub is None:
-        return
+def _kapa_refresh(user_id: int, sub: str, kapa_client) -> None:
     try:
         engagement = kapa_client.fetch_engagement(sub)
     except (jobs.TransientError, jobs.PermanentError) as exc:

@@ -140,7 +140,7 @@ def test_a_capture_during_the_sync_keeps_the_user_pending_for_the_next_one(crm):
     user = TrackedUser.objects.get()
     read_marker = user.pending_since
     activity.mcp_tool_call_record(sub=user.sub, tool="search_docs")  # after the sync read the row
-    (delivery,) = sync._queue_deliveries([(user.pk, read_marker)])
+    (delivery,) = sync._queue_deliveries([(user.pk, read_marker, user.sub)])
     sync._deliver_now(delivery, kapa_client=None)
     assert TrackedUser.objects.get().is_pending
     assert crm.profiles()[0]["mcp"]["mcpTools"] == {"search_docs": 1}  # the delivery carries the latest state
