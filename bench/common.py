@@ -89,6 +89,10 @@ def check_alive(process):
         raise BenchError(f"{process.name} exited with {process.returncode}:\n{log_tail(process)}")
 
 
+# What the Procfile gives worker processes: one kept database connection each, no pool (settings.py).
+WORKER_ENV = {"DATABASE_POOL": "false"}
+
+
 def celery_worker_command(*, concurrency, name, include=()):
     """One prefork worker; no heartbeat, gossip or mingle, which only add traffic to a one-worker bench."""
     command = [

@@ -1,5 +1,6 @@
 from chat.models import ChatSession
 from jobs.models import Job
+from jobs.registry import registered_kinds
 from leadgen.models import Lead
 
 
@@ -12,5 +13,6 @@ def chat_session_ip(*, session_id: str) -> str | None:
 
 
 def lead_jobs(*, lead: Lead):
-    """Every job a lead set off: their keys end with `:{lead id}` under the leadgen kinds."""
-    return Job.objects.filter(kind__startswith="leadgen.", key__endswith=f":{lead.pk}").order_by("created_at")
+    """Every job a lead set off: each leadgen kind's key is `{kind}:{lead id}`, read through the key's index."""
+    keys = [f"{kind}:{lead.pk}" for kind in registered_kinds() if kind.startswith("leadgen.")]
+    return Job.objects.filter(key__in=keys).order_by("created_at")

@@ -63,6 +63,7 @@ from django_mailbox.models import Message as DjangoMailboxMessage  # noqa: E402
 
 import jobs  # noqa: E402
 from bench.common import (  # noqa: E402
+    WORKER_ENV,
     BenchError,
     CpuMeter,
     celery_worker_command,
@@ -128,6 +129,7 @@ def reset_data():
 def start_worker(server, username, password):
     env = {
         **os.environ,
+        **WORKER_ENV,
         "DJANGO_SETTINGS_MODULE": "config.settings",
         "IMAP_HOST": server.host, "IMAP_PORT": str(server.imaps_port), "IMAP_USER": username,
         "IMAP_PASSWORD": password, "IMAP_CA_FILE": str(server.ca_file),

@@ -68,6 +68,7 @@ from django.test.utils import CaptureQueriesContext  # noqa: E402
 
 import jobs  # noqa: E402
 from bench.common import (  # noqa: E402
+    WORKER_ENV,
     BenchError,
     CpuMeter,
     celery_worker_command,
@@ -119,7 +120,7 @@ def start_worker():
     command = celery_worker_command(
         concurrency=ARGS.concurrency, name="bench", include=[*ARGS.include, "bench.jobs.handlers"]
     )
-    return start_process("worker", command, env=dict(os.environ), out_dir=OUT_DIR)
+    return start_process("worker", command, env={**os.environ, **WORKER_ENV}, out_dir=OUT_DIR)
 
 
 # --- one phase -----------------------------------------------------------------------------

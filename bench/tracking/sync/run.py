@@ -52,6 +52,7 @@ from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 
 from bench.common import (  # noqa: E402
+    WORKER_ENV,
     BenchError,
     CpuMeter,
     celery_worker_command,
@@ -182,7 +183,7 @@ def main():
     worker = start_process(
         "worker",
         celery_worker_command(concurrency=settings.TRACKING_SYNC_SHARDS, name="sync"),
-        env=dict(os.environ),
+        env={**os.environ, **WORKER_ENV},
         out_dir=OUT_DIR,
     )
     try:
