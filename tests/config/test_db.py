@@ -60,3 +60,16 @@ def test_nothing_to_insert_runs_no_statement():
 def test_instances_must_share_one_model_and_pk_handling():
     with pytest.raises(ValueError):
         insert_many_on_conflict([job("x"), Job(pk=5, kind="k", key="y")], on_conflict="ON CONFLICT DO NOTHING")
+
+
+def test_a_statement_run_again_on_a_connection_is_prepared_once():
+    """DATABASE_PREPARED_STATEMENTS (on by default): from its second run on a connection, PostgreSQL
+    executes a statement without parsing and planning it again."""
+    for n in range(3):
+        Job.objects.filter(key=f"prepared-{n}").exists()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM pg_prepared_statements WHERE statement LIKE %s",
+            ['%FROM "jobs_job" WHERE "jobs_job"."key" = $%'],
+        )
+        assert cursor.fetchone()[0] == 1

@@ -45,3 +45,13 @@ def hang_first(job):
         runs_store().set(job.payload["started_flag"], "1")
         time.sleep(600)
     record_run(job)
+
+
+@handler("tests.record_backend")
+def record_backend(job):
+    """Records which PostgreSQL backend (so which connection) ran the job."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        runs_store().hset(job.payload["backends"], job.key, cursor.fetchone()[0])

@@ -123,3 +123,25 @@ def test_a_job_whose_worker_is_killed_is_reclaimed_and_completes(runs, tmp_path)
     job.refresh_from_db()
     assert [a.outcome for a in job.attempt_log.all()] == ["lost", "succeeded"]
     assert runs.counts() == {"killed-mid-job": 1}
+
+
+def test_worker_processes_started_as_the_procfile_starts_them_keep_their_connection():
+    """DATABASE_POOL=false (the Procfile's worker line): each process keeps one connection from task to
+    task, no pool check-out or new connection per task."""
+    backends = f"test:backends:{uuid.uuid4()}"
+    with transaction.atomic():
+        for n in range(40):
+            jobs.enqueue("tests.record_backend", {"backends": backends}, key=f"backend:{n}")
+    worker = start_worker(subprocess_env(DATABASE_POOL="false"), concurrency=2)
+    try:
+        wait_until(
+            lambda: not Job.objects.filter(key__startswith="backend:").exclude(status="succeeded").exists(),
+            timeout=90,
+            message="all 40 jobs to succeed",
+        )
+    finally:
+        stop(worker)
+    pids = runs_store().hgetall(backends)
+    runs_store().delete(backends)
+    assert len(pids) == 40
+    assert len(set(pids.values())) <= 2, "a worker process opened more than one connection"
