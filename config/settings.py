@@ -189,6 +189,9 @@ JOBS_LEASE_SECONDS = env.int("JOBS_LEASE_SECONDS", default=300)
 JOBS_BACKOFF_BASE_SECONDS = env.float("JOBS_BACKOFF_BASE_SECONDS", default=10.0)
 JOBS_BACKOFF_MAX_SECONDS = env.float("JOBS_BACKOFF_MAX_SECONDS", default=3600.0)
 JOBS_SWEEP_SECONDS = env.int("JOBS_SWEEP_SECONDS", default=10)
+# Run messages of committed jobs wait this long for others to share a message (0: sent at commit).
+JOBS_DISPATCH_LINGER_MS = env.float("JOBS_DISPATCH_LINGER_MS", default=5.0)
+JOBS_DISPATCH_MAX_BATCH = env.int("JOBS_DISPATCH_MAX_BATCH", default=10)
 OPS_ALERT_EMAILS = env.list("OPS_ALERT_EMAILS", default=[])
 
 # --- Email -------------------------------------------------------------------------

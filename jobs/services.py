@@ -9,8 +9,9 @@ Enqueue, claim and finish are one SQL statement each (INSERT … ON CONFLICT,
 UPDATE … RETURNING, UPDATE feeding INSERT): the ORM's get_or_create, update
 then get, and atomic pair took 12 statements per job instead of 5, and
 bench/jobs measured the difference. Several jobs of one transaction
-(`job_enqueue_many`) are one INSERT, one after-commit callback and one run
-message (bench/intake measured the difference).
+(`job_enqueue_many`) are one INSERT and one after-commit callback; their run
+message is batched with other transactions' by jobs/dispatch.py (bench/jobs
+and bench/intake measured the difference).
 """
 
 import random
@@ -28,6 +29,7 @@ from django.utils import timezone
 
 from config.db import fetch_models, insert_many_on_conflict
 from jobs import JobSpec
+from jobs.dispatch import RunMessageBatcher
 from jobs.errors import PermanentError, SkipJob, TransientError
 from jobs.handlers import PING_KIND
 from jobs.models import Job, JobAttempt
@@ -55,7 +57,7 @@ def _send_run_messages(job_ids):
 
 
 def _send_one_run_message(job_ids):
-    """One run message for the due jobs of one enqueue call: one publish, whatever their number.
+    """One run message for a batch of due jobs (jobs/dispatch.py): one publish, whatever their number.
 
     A single job goes as `jobs.run`, several as `jobs.run_many`, which one
     worker runs in order. If one of them holds that worker up, the sweep sends
@@ -71,6 +73,10 @@ def _send_one_run_message(job_ids):
             run_jobs.delay(list(job_ids))
     except Exception as exc:  # broker down: the sweep sends them again later
         logger.warning("job_dispatch_failed", job_ids=list(job_ids), error=type(exc).__name__)
+
+
+# Due jobs of committed transactions go to the workers through this, batched (jobs/dispatch.py).
+run_messages = RunMessageBatcher(_send_one_run_message)
 
 
 def job_enqueue(*, kind, payload, key, run_after=None, max_attempts=None, dispatch=True) -> Job:
@@ -139,7 +145,7 @@ def job_enqueue_many(*, specs: Iterable[JobSpec], dispatch=True) -> list[Job]:
     # In the order of `specs`: a batch's worker runs them in that order.
     due = [job.pk for key, job in candidates.items() if key in new_keys and job.dispatched_at is not None]
     if due and dispatch:
-        transaction.on_commit(lambda: _send_one_run_message(due))
+        transaction.on_commit(lambda: run_messages.submit(due))
     return [jobs_by_key[spec.key] for spec in specs]
 
 

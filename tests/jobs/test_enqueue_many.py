@@ -14,7 +14,7 @@ from django.utils import timezone
 import jobs
 from jobs import JobSpec
 from jobs.models import Job
-from jobs.services import REDISPATCH_AFTER, jobs_sweep
+from jobs.services import REDISPATCH_AFTER, jobs_sweep, run_messages
 from jobs.tasks import run_jobs
 
 pytestmark = pytest.mark.django_db
@@ -64,11 +64,13 @@ def test_the_due_jobs_go_in_one_run_message_in_order(django_capture_on_commit_ca
                 spec(runs, "msg:3", run_after=timezone.now() + timedelta(hours=1)),
             ]
         )
+    run_messages.flush()  # what the publisher thread does JOBS_DISPATCH_LINGER_MS later
     assert broker().llen("celery") == queued + 1
     assert newest_message() == ("jobs.run_many", [[first.pk, second.pk]])
 
     with django_capture_on_commit_callbacks(execute=True):
         [single] = jobs.enqueue_many([spec(runs, "msg:4")])
+    run_messages.flush()
     assert newest_message() == ("jobs.run", [single.pk]), "one job goes as a plain jobs.run"
 
 

@@ -1,0 +1,86 @@
+"""Run messages of committed jobs, batched by the publisher thread (jobs/dispatch.py), on the real broker."""
+
+import base64
+import json
+import time
+
+import pytest
+import redis
+from django.conf import settings
+from django.test import override_settings
+
+import jobs
+from jobs import JobSpec
+from jobs.services import run_messages
+
+pytestmark = pytest.mark.django_db
+
+
+def broker():
+    return redis.Redis.from_url(settings.CELERY_BROKER_URL)
+
+
+def messages_since(queued):
+    """(task name, args) of the messages published after the queue held `queued`, oldest first."""
+    raw = broker().lrange("celery", 0, broker().llen("celery") - queued - 1)
+    out = []
+    for item in reversed(raw):  # LPUSH: newest first
+        message = json.loads(item)
+        args, _kwargs, _embed = json.loads(base64.b64decode(message["body"]))
+        out.append((message["headers"]["task"], args))
+    return out
+
+
+def wait_for_messages(queued, count, timeout=5.0):
+    deadline = time.monotonic() + timeout
+    while broker().llen("celery") < queued + count and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return messages_since(queued)
+
+
+def commit(django_capture_on_commit_callbacks, runs, *keys):
+    with django_capture_on_commit_callbacks(execute=True):
+        return [job.pk for job in jobs.enqueue_many([JobSpec("tests.record", {"runs": runs.key}, key=k) for k in keys])]
+
+
+@override_settings(JOBS_DISPATCH_LINGER_MS=300)
+def test_transactions_committed_within_the_linger_share_one_message_in_order(django_capture_on_commit_callbacks, runs):
+    queued = broker().llen("celery")
+    first = commit(django_capture_on_commit_callbacks, runs, "share:1", "share:2")
+    second = commit(django_capture_on_commit_callbacks, runs, "share:3")
+    assert broker().llen("celery") == queued, "the committing thread does not publish"
+    assert wait_for_messages(queued, 1) == [("jobs.run_many", [first + second])]
+    time.sleep(0.4)
+    assert broker().llen("celery") == queued + 1, "each job is sent once"
+
+
+@override_settings(JOBS_DISPATCH_LINGER_MS=300, JOBS_DISPATCH_MAX_BATCH=3)
+def test_a_message_holds_at_most_the_batch_size_and_never_splits_a_transaction(
+    django_capture_on_commit_callbacks, runs
+):
+    queued = broker().llen("celery")
+    a = commit(django_capture_on_commit_callbacks, runs, "cap:1", "cap:2")
+    b = commit(django_capture_on_commit_callbacks, runs, "cap:3", "cap:4")
+    c = commit(django_capture_on_commit_callbacks, runs, "cap:5", "cap:6", "cap:7", "cap:8")
+    d = commit(django_capture_on_commit_callbacks, runs, "cap:9")
+    assert wait_for_messages(queued, 4) == [
+        ("jobs.run_many", [a]),
+        ("jobs.run_many", [b]),
+        ("jobs.run_many", [c]),  # larger than a batch on its own: kept whole
+        ("jobs.run", d),
+    ]
+
+
+@override_settings(JOBS_DISPATCH_LINGER_MS=0)
+def test_without_a_linger_the_message_goes_at_commit(django_capture_on_commit_callbacks, runs):
+    queued = broker().llen("celery")
+    [job_id] = commit(django_capture_on_commit_callbacks, runs, "at-commit")
+    assert messages_since(queued) == [("jobs.run", [job_id])]
+
+
+def test_flush_sends_what_is_pending_at_once(django_capture_on_commit_callbacks, runs):
+    queued = broker().llen("celery")
+    with override_settings(JOBS_DISPATCH_LINGER_MS=60_000):
+        [job_id] = commit(django_capture_on_commit_callbacks, runs, "flushed")
+        run_messages.flush()  # as at interpreter exit
+        assert messages_since(queued) == [("jobs.run", [job_id])]
