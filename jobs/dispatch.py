@@ -33,7 +33,13 @@ logger = structlog.get_logger(__name__)
 class RunMessageBatcher:
     def __init__(self, send: Callable[[list[int]], None]):
         self._send = send
-        self._pid = None
+        self._forget_the_parent()
+        # A child forked while another thread held the lock would inherit it held.
+        os.register_at_fork(after_in_child=self._forget_the_parent)
+
+    def _forget_the_parent(self):
+        self._pid = None  # the state and thread below belong to the process with this pid
+        self._starting = threading.Lock()
 
     def submit(self, job_ids: Sequence[int]) -> None:
         """Hand over the due jobs of one committed transaction."""
@@ -70,13 +76,15 @@ class RunMessageBatcher:
     def _start_in_this_process(self):
         if self._pid == os.getpid():
             return
-        # First use in this process, or in a child forked after the parent used it: fresh state and thread.
-        self._changed = threading.Condition()
-        self._pending: list[list[int]] = []
-        self._send_at = 0.0
-        self._pid = os.getpid()
-        threading.Thread(target=self._publish_forever, name="jobs-dispatch", daemon=True).start()
-        atexit.register(self.flush)
+        with self._starting:  # request threads may commit their first jobs at the same moment
+            if self._pid == os.getpid():
+                return
+            self._changed = threading.Condition()
+            self._pending: list[list[int]] = []
+            self._send_at = 0.0
+            threading.Thread(target=self._publish_forever, name="jobs-dispatch", daemon=True).start()
+            atexit.register(self.flush)
+            self._pid = os.getpid()  # last: another thread that sees it finds the state ready
 
     def _publish_forever(self):
         while True:

@@ -8,7 +8,7 @@ side). The benchmark's own figures are taken with none of them.
 The experiments that reached the targets (one INSERT and one run message for a
 lead's jobs, a shared Redis pool for the cache, the async-capable request-id
 middleware, the classifier over plain HTTP, two daphne processes) are applied
-in the project now; notes/intake-perf.md has their measurements. What is left
+in the project now; bench/intake/README.md has their measurements. What is left
 was measured and not applied:
 
 - `async_view`: POST /api/leads served by bench/intake/async_intake.py, an async

@@ -2,6 +2,8 @@
 
 import base64
 import json
+import os
+import threading
 import time
 
 import pytest
@@ -11,6 +13,7 @@ from django.test import override_settings
 
 import jobs
 from jobs import JobSpec
+from jobs.dispatch import RunMessageBatcher
 from jobs.services import run_messages
 
 pytestmark = pytest.mark.django_db
@@ -84,3 +87,52 @@ def test_flush_sends_what_is_pending_at_once(django_capture_on_commit_callbacks,
         [job_id] = commit(django_capture_on_commit_callbacks, runs, "flushed")
         run_messages.flush()  # as at interpreter exit
         assert messages_since(queued) == [("jobs.run", [job_id])]
+
+
+@override_settings(JOBS_DISPATCH_LINGER_MS=2, JOBS_DISPATCH_MAX_BATCH=50)
+def test_many_threads_committing_at_once_each_get_their_jobs_sent_once():
+    sent, lock = [], threading.Lock()
+
+    def send(job_ids):
+        with lock:
+            sent.append(job_ids)
+
+    batcher = RunMessageBatcher(send)  # a fresh one: its first use races between the threads
+    start = threading.Barrier(16)
+
+    def commit_many(thread):
+        start.wait()
+        for n in range(100):
+            batcher.submit([thread * 1000 + n * 2, thread * 1000 + n * 2 + 1])
+
+    threads = [threading.Thread(target=commit_many, args=(t,)) for t in range(16)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    batcher.flush()
+    ids = [job_id for message in sent for job_id in message]
+    assert sorted(ids) == sorted(t * 1000 + k for t in range(16) for k in range(200)), "each job sent exactly once"
+    assert all(len(message) <= 50 for message in sent)
+    assert len(sent) < 1600, "transactions shared messages"
+    for message in sent:  # a transaction's two jobs stay together and in order
+        assert all(message[i + 1] == message[i] + 1 for i in range(0, len(message), 2))
+
+
+@override_settings(JOBS_DISPATCH_LINGER_MS=2)
+def test_a_forked_child_sends_its_own_jobs_and_not_its_parents():
+    reader, writer = os.pipe()
+    batcher = RunMessageBatcher(lambda job_ids: os.write(writer, json.dumps(job_ids).encode() + b"\n"))
+    batcher.submit([1])  # the parent's publisher thread exists before the fork
+    batcher.flush()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - runs in the child
+        try:
+            batcher.submit([2])
+            time.sleep(0.2)  # the child's own publisher thread sends it
+        finally:
+            os._exit(0)
+    os.waitpid(child, 0)
+    os.close(writer)
+    with os.fdopen(reader) as lines:
+        assert [json.loads(line) for line in lines] == [[1], [2]]
