@@ -33,7 +33,7 @@ from jobs.dispatch import RunMessageBatcher
 from jobs.errors import PermanentError, SkipJob, TransientError
 from jobs.handlers import PING_KIND
 from jobs.models import Job, JobAttempt
-from jobs.registry import get_handler
+from jobs.registry import get_handler, is_batched
 
 logger = structlog.get_logger(__name__)
 
@@ -77,6 +77,12 @@ def _send_one_run_message(job_ids):
 
 # Due jobs of committed transactions go to the workers through this, batched (jobs/dispatch.py).
 run_messages = RunMessageBatcher(_send_one_run_message)
+
+
+def _dispatch_committed(batched, unbatched):
+    if batched:
+        run_messages.submit(batched)
+    _send_run_messages(unbatched)  # kinds registered with batched=False: a message each, now
 
 
 def job_enqueue(*, kind, payload, key, run_after=None, max_attempts=None, dispatch=True) -> Job:
@@ -143,9 +149,11 @@ def job_enqueue_many(*, specs: Iterable[JobSpec], dispatch=True) -> list[Job]:
         if missing := [key for key in existing_keys if key not in jobs_by_key]:
             raise Job.DoesNotExist(f"jobs with keys {missing} conflicted on insert but cannot be read")
     # In the order of `specs`: a batch's worker runs them in that order.
-    due = [job.pk for key, job in candidates.items() if key in new_keys and job.dispatched_at is not None]
+    due = [job for key, job in candidates.items() if key in new_keys and job.dispatched_at is not None]
     if due and dispatch:
-        transaction.on_commit(lambda: run_messages.submit(due))
+        batched = [job.pk for job in due if is_batched(job.kind)]
+        unbatched = [job.pk for job in due if not is_batched(job.kind)]
+        transaction.on_commit(lambda: _dispatch_committed(batched, unbatched))
     return [jobs_by_key[spec.key] for spec in specs]
 
 

@@ -10,7 +10,7 @@ from tracking.db import describe_db_error
 from tracking.selectors import mailbox_settings
 
 
-@handler(services.POLL_KIND)
+@handler(services.POLL_KIND, batched=False)
 def poll_mailbox(job):
     try:
         mailbox = mailbox_settings(job.payload["mailbox"])
@@ -34,7 +34,7 @@ def retry_parked_lead(job):
         ) from exc
 
 
-@handler(sync.SYNC_KIND)
+@handler(sync.SYNC_KIND, batched=False)
 def sync_pending_users(job):
     sync.profile_sync_run(job=job)
 
@@ -44,6 +44,6 @@ def deliver_profile(job):
     sync.profile_deliver(user_id=job.payload["user_id"], webhook_id=job.key)
 
 
-@handler(sync.RETENTION_KIND)
+@handler(sync.RETENTION_KIND, batched=False)
 def delete_inactive_users(job):
     sync.retention_run(job=job)

@@ -55,3 +55,9 @@ def record_backend(job):
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_backend_pid()")
         runs_store().hset(job.payload["backends"], job.key, cursor.fetchone()[0])
+
+
+@handler("tests.record_alone", batched=False)
+def record_alone(job):
+    """A long job meant to run beside others of its kind: each gets its own run message."""
+    record_run(job)

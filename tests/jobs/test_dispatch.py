@@ -136,3 +136,15 @@ def test_a_forked_child_sends_its_own_jobs_and_not_its_parents():
     os.close(writer)
     with os.fdopen(reader) as lines:
         assert [json.loads(line) for line in lines] == [[1], [2]]
+
+
+@override_settings(JOBS_DISPATCH_LINGER_MS=60_000)
+def test_kinds_registered_unbatched_get_a_message_each_at_commit(django_capture_on_commit_callbacks, runs):
+    """Sync shards and mailbox polls: side by side on separate worker processes, not one after another."""
+    queued = broker().llen("celery")
+    with django_capture_on_commit_callbacks(execute=True):
+        shards = [jobs.enqueue("tests.record_alone", {"runs": runs.key}, key=f"alone:{n}") for n in range(2)]
+        [short] = jobs.enqueue_many([JobSpec("tests.record", {"runs": runs.key}, key="beside-them")])
+    assert messages_since(queued) == [("jobs.run", [shards[0].pk]), ("jobs.run", [shards[1].pk])]
+    run_messages.flush()
+    assert messages_since(queued)[2:] == [("jobs.run", [short.pk])], "the short one still waits for its batch"
