@@ -92,37 +92,35 @@ DATABASES = {
         "DATABASE_URL", default=f"sqlite:///{DATA_DIR / 'db.sqlite3'}"
     )
 }
+# Added to, not replaced: DATABASE_URL's query string may set options too (e.g. ?sslmode=require).
+_database_options = DATABASES["default"].setdefault("OPTIONS", {})
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Web, worker and beat share one SQLite file: WAL plus IMMEDIATE
     # transactions turn lock contention into short waits, not errors.
-    DATABASES["default"]["OPTIONS"] = {
-        "timeout": 30,
-        "transaction_mode": "IMMEDIATE",
-        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
-    }
-elif env.bool("DATABASE_POOL", default=True):
-    # Under daphne every request runs in its own thread, so per-thread persistent
-    # connections would pile up: a process-wide psycopg pool serves them instead.
-    DATABASES["default"]["OPTIONS"] = {
-        "pool": {
+    _database_options.update(
+        timeout=30,
+        transaction_mode="IMMEDIATE",
+        init_command="PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+    )
+else:
+    if env.bool("DATABASE_POOL", default=True):
+        # Under daphne every request runs in its own thread, so per-thread persistent
+        # connections would pile up: a process-wide psycopg pool serves them instead.
+        _database_options["pool"] = {
             "min_size": env.int("DATABASE_POOL_MIN_SIZE", default=1),
             "max_size": env.int("DATABASE_POOL_MAX_SIZE", default=20),
             "timeout": env.float("DATABASE_POOL_TIMEOUT", default=10.0),
         }
-    }
-else:
-    # A process that runs one task at a time (a prefork Celery worker process, beat;
-    # the Procfile sets DATABASE_POOL=false for them) keeps its one connection between
-    # tasks instead of a pool check-out and return around each (bench/jobs measured it).
-    DATABASES["default"]["OPTIONS"] = {}
-    DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=600)
-if DATABASES["default"]["ENGINE"] != "django.db.backends.sqlite3" and env.bool(
-    "DATABASE_PREPARED_STATEMENTS", default=True
-):
-    # Parameters travel apart from the SQL, and a statement run a few times on a
-    # connection is parsed and planned once (bench/jobs measured the saving).
-    # Off behind a transaction-mode pooler that cannot keep prepared statements.
-    DATABASES["default"]["OPTIONS"].update(server_side_binding=True, prepare_threshold=2)
+    else:
+        # A process that runs one task at a time (a prefork Celery worker process, beat;
+        # the Procfile sets DATABASE_POOL=false for them) keeps its one connection between
+        # tasks instead of a pool check-out and return around each (bench/jobs measured it).
+        DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=600)
+    if env.bool("DATABASE_PREPARED_STATEMENTS", default=True):
+        # Parameters travel apart from the SQL, and a statement run a few times on a
+        # connection is parsed and planned once (bench/jobs measured the saving).
+        # Off behind a transaction-mode pooler that cannot keep prepared statements.
+        _database_options.update(server_side_binding=True, prepare_threshold=2)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Cache, channel layer ------------------------------------------------------
@@ -404,7 +402,7 @@ TRACKING_SYNC_TIME_BUDGET_SECONDS = env.int(
 )
 TRACKING_DELIVERY_MAX_ATTEMPTS = env.int("TRACKING_DELIVERY_MAX_ATTEMPTS", default=8)
 # The sync runs 2 threads per call in flight, each with its own database connection, plus the job's own.
-_database_pool = DATABASES["default"].get("OPTIONS", {}).get("pool")
+_database_pool = _database_options.get("pool")
 if _database_pool and _database_pool["max_size"] < 2 * TRACKING_SYNC_CONCURRENCY + 2:
     raise ImproperlyConfigured("DATABASE_POOL_MAX_SIZE must be at least 2 × TRACKING_SYNC_CONCURRENCY + 2")
 
