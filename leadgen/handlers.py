@@ -74,7 +74,7 @@ def _pipedrive_deliver(client, lead: Lead) -> None:
             pipedrive_cc_email=created.cc_email or "",
             pipedrive_state=Lead.PipedriveState.SYNCED,
         )
-        jobs.enqueue("leadgen.pipedrive_note", {"lead_id": lead.pk}, key=f"leadgen.pipedrive_note:{lead.pk}")
+        jobs.enqueue("leadgen.pipedrive_note", {"lead_id": lead.pk}, key=lead.job_key("leadgen.pipedrive_note"))
 
 
 @jobs.handler("leadgen.pipedrive_note")

@@ -105,6 +105,10 @@ class Lead(models.Model):
         name = f"{self.first_name} {self.last_name}".strip()
         return f"{name or 'Lead'} ({self.get_channel_display()}, #{self.pk})"
 
+    def job_key(self, kind: str) -> str:
+        """The idempotency key of this lead's job of `kind`: one such job per lead and kind."""
+        return f"{kind}:{self.pk}"
+
 
 class IdempotentRequest(models.Model):
     """The first response to a request sent with an `Idempotency-Key` header, replayed for 24 h."""

@@ -13,6 +13,6 @@ def chat_session_ip(*, session_id: str) -> str | None:
 
 
 def lead_jobs(*, lead: Lead):
-    """Every job a lead set off: each leadgen kind's key is `{kind}:{lead id}`, read through the key's index."""
-    keys = [f"{kind}:{lead.pk}" for kind in registered_kinds() if kind.startswith("leadgen.")]
+    """Every job a lead set off: one per leadgen kind (Lead.job_key), read through the key's index."""
+    keys = [lead.job_key(kind) for kind in registered_kinds() if kind.startswith("leadgen.")]
     return Job.objects.filter(key__in=keys).order_by("created_at")

@@ -149,7 +149,7 @@ def lead_fan_out(*, lead: Lead) -> None:
 
 
 def _lead_job(kind: str, lead: Lead, *, run_after=None) -> jobs.JobSpec:
-    return jobs.JobSpec(kind, {"lead_id": lead.pk}, key=f"{kind}:{lead.pk}", run_after=run_after)
+    return jobs.JobSpec(kind, {"lead_id": lead.pk}, key=lead.job_key(kind), run_after=run_after)
 
 
 @transaction.atomic
@@ -180,7 +180,7 @@ def lead_resync_pipedrive(*, lead: Lead, actor: str) -> bool:
     """Send a lead to Pipedrive again after a failure. True when this call queued something new."""
     if lead.status != Lead.Status.LEAD or lead.pipedrive_state == Lead.PipedriveState.SYNCED:
         return False
-    key = f"leadgen.pipedrive_sync:{lead.pk}"
+    key = lead.job_key("leadgen.pipedrive_sync")
     existing = Job.objects.filter(key=key).first()
     if existing is None:
         jobs.enqueue("leadgen.pipedrive_sync", {"lead_id": lead.pk}, key=key)
