@@ -558,36 +558,34 @@ def profile(count):
     client = Client(SERVER_NAME="localhost")
     # The run message goes out at commit, on this thread, so that its CPU is counted as its own:
     # under load a publisher thread sends it a few ms later (jobs/dispatch.py), batched with others.
-    no_linger = override_settings(JOBS_DISPATCH_LINGER_MS=0)
-    no_linger.enable()
     out = {}
-    for endpoint, path in (("bare", BARE_PATH), ("intake", INTAKE_PATH)):
-        for n in range(20):  # warm: imports, URLconf, the pool's connection, the upstream connection
-            client.post(path, payload(f"prof-warm-{endpoint}", n), content_type="application/json")
-        originals = [(owner, name, getattr(owner, name)) for owner, name in patches]
-        spent.clear()
-        for owner, name, fn in originals:
-            setattr(owner, name, timed(name, fn))
-        try:
-            with CaptureQueriesContext(conn) as queries:
-                wall, cpu = time.perf_counter(), time.process_time()
-                for n in range(count):
-                    response = client.post(path, payload(f"prof-{endpoint}", n), content_type="application/json")
-                    if response.status_code != 200:
-                        raise BenchError(f"profile {path}: HTTP {response.status_code}: {response.content[:300]!r}")
-                cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
-        finally:
+    with override_settings(JOBS_DISPATCH_LINGER_MS=0):
+        for endpoint, path in (("bare", BARE_PATH), ("intake", INTAKE_PATH)):
+            for n in range(20):  # warm: imports, URLconf, the pool's connection, the upstream connection
+                client.post(path, payload(f"prof-warm-{endpoint}", n), content_type="application/json")
+            originals = [(owner, name, getattr(owner, name)) for owner, name in patches]
+            spent.clear()
             for owner, name, fn in originals:
-                setattr(owner, name, fn)
-        parts = {k: round(v / count * 1e6) for k, v in spent.items()}
-        parts["rest (middleware, DRF, routing, rendering)"] = round(cpu / count * 1e6) - sum(parts.values())
-        out[endpoint] = {
-            "cpu_us": round(cpu / count * 1e6),
-            "wall_us": round(wall / count * 1e6),
-            "queries": round(len(queries.captured_queries) / count, 2),
-            "parts_cpu_us": parts,
-        }
-    no_linger.disable()
+                setattr(owner, name, timed(name, fn))
+            try:
+                with CaptureQueriesContext(conn) as queries:
+                    wall, cpu = time.perf_counter(), time.process_time()
+                    for n in range(count):
+                        response = client.post(path, payload(f"prof-{endpoint}", n), content_type="application/json")
+                        if response.status_code != 200:
+                            raise BenchError(f"profile {path}: HTTP {response.status_code}: {response.content[:300]!r}")
+                    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+            finally:
+                for owner, name, fn in originals:
+                    setattr(owner, name, fn)
+            parts = {k: round(v / count * 1e6) for k, v in spent.items()}
+            parts["rest (middleware, DRF, routing, rendering)"] = round(cpu / count * 1e6) - sum(parts.values())
+            out[endpoint] = {
+                "cpu_us": round(cpu / count * 1e6),
+                "wall_us": round(wall / count * 1e6),
+                "queries": round(len(queries.captured_queries) / count, 2),
+                "parts_cpu_us": parts,
+            }
     return out
 
 
