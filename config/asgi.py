@@ -1,10 +1,13 @@
 import os
 
+import django
 from channels.routing import ProtocolTypeRouter, URLRouter
-from django.core.asgi import get_asgi_application
+
+from config.handlers import SyncChainASGIHandler
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-django_asgi_app = get_asgi_application()
+django.setup(set_prefix=False)  # as django.core.asgi.get_asgi_application does, with our handler below
+django_asgi_app = SyncChainASGIHandler()
 
 # WebSocket routes join here as the chat flow lands; HTTP (pages, API, SSE) is Django.
 application = ProtocolTypeRouter(

@@ -1,0 +1,84 @@
+"""The ASGI application daphne serves (config.asgi): pages, API and async views, one thread hand-off per request."""
+
+import asyncio
+import json
+import uuid
+
+import pytest
+from channels.testing import HttpCommunicator
+from django.core.handlers.asgi import ASGIHandler
+
+from config.asgi import application
+from leadgen.models import Lead
+
+
+class HandOffCountingLoop(asyncio.SelectorEventLoop):
+    """An event loop that counts the calls sent to a thread (asgiref's sync_to_async uses run_in_executor)."""
+
+    hand_offs = 0
+
+    def run_in_executor(self, executor, func, *args):
+        self.hand_offs += 1
+        return super().run_in_executor(executor, func, *args)
+
+
+def serve(app, method, path, body=b"", headers=()):
+    async def request():
+        headers_sent = [(b"host", b"localhost"), (b"content-length", str(len(body)).encode()), *headers]
+        communicator = HttpCommunicator(app, method, path, body=body, headers=headers_sent)
+        response = await communicator.get_response()
+        await communicator.wait()  # the handler closes the response after sending it
+        return response
+
+    loop = HandOffCountingLoop()
+    try:
+        response = loop.run_until_complete(request())
+    finally:
+        loop.close()
+    return response, loop.hand_offs
+
+
+def header(response, name):
+    return {key.decode().lower(): value.decode() for key, value in response["headers"]}.get(name.lower(), "")
+
+
+def test_a_page_is_served_with_its_request_id():
+    response, _ = serve(application, "GET", "/healthz")
+    assert response["status"] == 200
+    assert response["body"] == b"ok\n"
+    assert uuid.UUID(header(response, "X-Request-ID"))
+
+
+def test_the_middleware_chain_and_the_view_cost_one_hand_off_not_one_per_middleware():
+    _, ours = serve(application, "GET", "/healthz")
+    _, djangos = serve(ASGIHandler(), "GET", "/healthz")
+    # request_started's receivers, the chain with the view, and response.close (request_finished).
+    assert ours <= 3
+    assert djangos >= ours + 10, "Django's own handler hands each middleware hook to a thread"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_async_view_still_answers_under_the_sync_chain():
+    response, _ = serve(application, "GET", "/readyz", headers=[(b"accept", b"application/json")])
+    assert response["status"] == 200
+    assert json.loads(response["body"])["status"] == "ok"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_lead_api_saves_the_lead_and_answers_errors_per_field(settings):
+    settings.LLM_BASE_URL = ""  # rules only: no upstream in this test
+    body = {
+        "firstName": "Ada",
+        "lastName": "Lovelace",
+        "email": "ada@analytical.example.com",
+        "message": "We need help automating our monthly reporting.",
+        "serviceType": "dedicated_team",
+    }
+    headers = [(b"content-type", b"application/json")]
+    response, _ = serve(application, "POST", "/api/leads", json.dumps(body).encode(), headers)
+    assert response["status"] == 200, response["body"]
+    assert Lead.objects.get(pk=json.loads(response["body"])["leadId"]).email == body["email"]
+
+    response, _ = serve(application, "POST", "/api/leads", json.dumps({**body, "email": "nope"}).encode(), headers)
+    assert response["status"] == 400
+    assert "email" in json.loads(response["body"])["error"]["fields"]
