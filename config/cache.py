@@ -14,9 +14,11 @@ inherits a pool drops the parent's connections on first use), so Celery's
 prefork workers get their own connections.
 """
 
+import functools
 import threading
 
 import redis
+from django.conf import settings
 
 
 class SharedConnectionPool(redis.ConnectionPool):
@@ -31,3 +33,18 @@ class SharedConnectionPool(redis.ConnectionPool):
             if pool is None:
                 pool = cls._shared[key] = super().from_url(url, **kwargs)
             return pool
+
+
+def shared_redis() -> redis.Redis | None:
+    """A client on the cache's Redis, for what Django's cache API cannot do in one round trip (the
+    throttles' counters); None when the cache is not Redis. One client per process: Django's cache
+    builds a new Redis object, with its ~200 response callbacks, for every operation."""
+    config = settings.CACHES["default"]
+    if config["BACKEND"] != "django.core.cache.backends.redis.RedisCache":
+        return None
+    return _redis_client(config["LOCATION"])
+
+
+@functools.lru_cache(maxsize=4)
+def _redis_client(url: str) -> redis.Redis:
+    return redis.Redis(connection_pool=SharedConnectionPool.from_url(url))

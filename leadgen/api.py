@@ -7,10 +7,10 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 from python_ipware import IpWare
 from rest_framework.exceptions import APIException, ValidationError
 from rest_framework.response import Response
-from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.views import APIView
 
 from config.api import PayloadTooLarge, error_body
+from config.throttling import ScopedRateThrottle
 from leadgen import selectors, services
 from leadgen.idempotency import (
     IdempotencyConflict,

@@ -11,9 +11,9 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 from rest_framework import serializers
 from rest_framework.exceptions import APIException, MethodNotAllowed, NotFound
 from rest_framework.response import Response
-from rest_framework.throttling import ScopedRateThrottle, SimpleRateThrottle
 from rest_framework.views import APIView
 
+from config.throttling import RateThrottle, ScopedRateThrottle
 from leadgen.serializers import BoundedEmailField, StrictCharField
 from tracking import activity, sync
 from tracking.docs_auth import docs_session_sub
@@ -33,7 +33,7 @@ class DocsActivityInputSerializer(serializers.Serializer):
     )
 
 
-class DocsSessionThrottle(SimpleRateThrottle):
+class DocsSessionThrottle(RateThrottle):
     scope = "docs_activity"
 
     def get_cache_key(self, request, view):

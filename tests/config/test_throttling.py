@@ -1,0 +1,66 @@
+"""The per-window throttles (config/throttling.py) on the real Redis cache, and on a cache without Redis."""
+
+import threading
+from types import SimpleNamespace
+
+import pytest
+from django.core.cache import cache
+from django.test import RequestFactory
+from rest_framework.request import Request
+
+from config.throttling import ScopedRateThrottle
+
+
+@pytest.fixture(autouse=True)
+def rate(monkeypatch):
+    monkeypatch.setitem(ScopedRateThrottle.THROTTLE_RATES, "tests", "5/min")
+    cache.clear()
+    yield
+    cache.clear()
+
+
+VIEW = SimpleNamespace(throttle_scope="tests")
+
+
+def attempt(ip="203.0.113.7", at=None):
+    throttle = ScopedRateThrottle()
+    if at is not None:
+        throttle.timer = lambda: at
+    request = Request(RequestFactory().post("/", REMOTE_ADDR=ip))
+    return throttle.allow_request(request, VIEW), throttle
+
+
+def test_a_burst_of_parallel_requests_lets_exactly_the_rate_through():
+    start = threading.Barrier(20)
+    allowed = []
+
+    def client():
+        start.wait()
+        allowed.append(attempt(at=600.0)[0])
+
+    threads = [threading.Thread(target=client) for _ in range(20)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert allowed.count(True) == 5 and allowed.count(False) == 15
+
+
+def test_retry_after_is_the_time_left_in_the_window_and_then_the_client_passes_again():
+    for _ in range(5):
+        assert attempt(at=610.0)[0]
+    allowed, throttle = attempt(at=645.0)
+    assert not allowed and throttle.wait() == pytest.approx(15.0)
+    assert attempt(at=660.0)[0], "a new minute, a new allowance"
+
+
+def test_clients_are_counted_apart():
+    for _ in range(5):
+        attempt(ip="203.0.113.7", at=720.0)
+    assert not attempt(ip="203.0.113.7", at=720.0)[0]
+    assert attempt(ip="198.51.100.1", at=720.0)[0]
+
+
+def test_without_redis_the_cache_counts(settings):
+    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+    assert [attempt(at=780.0)[0] for _ in range(6)] == [True] * 5 + [False]
