@@ -1,6 +1,6 @@
 """POST /api/leads against a bare validate-and-insert endpoint, on daphne + PostgreSQL, in one run.
 
-    scripts/with-services .venv/bin/python bench/intake/run.py [--rounds 2] [--duration 8]
+    scripts/with-services .venv/bin/python bench/intake/run.py [--rounds 3] [--duration 8]
 
 daphne serves both endpoints (bench/intake/settings.py adds the bare one,
 bench/intake/bare.py); a fake OpenAI-compatible server (bench/intake/fake_llm.py)
@@ -49,7 +49,7 @@ JOBS_PER_LEAD = 3  # lead_alert, pipedrive_sync, confirmation_email (leadgen.ser
 
 def parse_args():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rounds", type=int, default=2, help="rounds per scenario; the order alternates (default 2)")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds per scenario; the order alternates (default 3)")
     parser.add_argument("--duration", type=float, default=8.0, help="measured seconds per phase (default 8)")
     parser.add_argument("--warmup", type=float, default=2.0, help="unmeasured seconds before each phase (default 2)")
     parser.add_argument("--c1", type=int, default=32, help="concurrent clients, scenario 1 (default 32)")
@@ -61,15 +61,11 @@ def parse_args():
     parser.add_argument("--daphne-procs", type=int, default=2,
                         help="daphne processes, each on its own port; the clients are spread over them as a load "
                              "balancer would (default 2: one per core, the recommended production setup)")  # fmt: skip
-    parser.add_argument("--experiments", default="",
-                        help="comma-separated names from bench/intake/experiments.py, for daphne and the "
-                             "in-process profile (default none)")  # fmt: skip
     parser.add_argument("--daphne-env", action="append", default=[], metavar="NAME=VALUE",
                         help="extra environment for daphne, e.g. DATABASE_POOL_MAX_SIZE=5 (repeatable)")  # fmt: skip
-    parser.add_argument("--variant-experiments", default=None, metavar="NAMES",
-                        help="also run a second set of daphne processes with these experiments, side by side: "
-                             "every phase is run on both (A/B under the same machine load)")  # fmt: skip
-    parser.add_argument("--variant-procs", type=int, default=None, help="daphne processes of the variant")
+    parser.add_argument("--variant-procs", type=int, default=None,
+                        help="also run a second set of daphne processes, side by side: every phase is run on both "
+                             "(A/B under the same machine load); this many processes")  # fmt: skip
     parser.add_argument(
         "--variant-env",
         action="append",
@@ -113,12 +109,11 @@ BENCH_ENV = {
     "LLM_API_KEY": "bench-key",
     "LLM_MODEL": "bench-model",
     "RECAPTCHA_SECRET_KEY": "",  # reCAPTCHA unconfigured: skipped, like every integration that is not set
-    # Throttled as in production, but never refused. A one-second window: every request comes from
-    # 127.0.0.1 and DRF caches one timestamp per request of the window (a real visitor's holds <= 30).
+    # Throttled as in production (one counter per client and window), but never refused: every
+    # request comes from 127.0.0.1.
     "LEADS_THROTTLE_RATE": "1000000/s",
     "LOG_LEVEL": "WARNING",
     "DEBUG": "false",
-    "BENCH_EXPERIMENTS": ARGS.experiments,
 }
 os.environ.update(BENCH_ENV)
 
@@ -160,8 +155,8 @@ def daphne_overrides(items=None):
 def bench_info():
     import asgiref
     import daphne
-    import requests
     import rest_framework
+    import urllib3
 
     with connection.cursor() as cursor:
         cursor.execute("SHOW max_connections")
@@ -176,12 +171,11 @@ def bench_info():
         djangorestframework=rest_framework.VERSION,
         daphne=daphne.__version__,
         asgiref=asgiref.__version__,
-        requests=requests.__version__,
+        urllib3=urllib3.__version__,
         aiohttp=aiohttp.__version__,
         postgres_max_connections=pg_max_connections,
-        server=f"{ARGS.daphne_procs} daphne process(es); sync DRF views run in a thread per request",
+        server=f"{ARGS.daphne_procs} daphne process(es); middleware and view in one thread hand-off per request",
         daphne_env_overrides=overrides,
-        experiments=ARGS.experiments or None,
         database_pool_per_process=pool,
     )
 
@@ -591,7 +585,7 @@ def profile(count):
 
 LABELS = {
     "create": "INSERT of the lead (QuerySet.create)",
-    "check_throttles": "throttle (DRF ScopedRateThrottle: cache get + set on Redis)",
+    "check_throttles": "throttle (config.throttling: one INCR + EXPIRE round trip to Redis)",
     "is_valid": "LeadInputSerializer validation",
     "lead_classify": "LLM call (integrations.llm over HttpClient, HTTP round trip to the fake)",
     "lead_create": "lead_create's own: BEGIN/COMMIT, building the row",
@@ -612,14 +606,14 @@ def print_profile(name, prof):
 # --- main ------------------------------------------------------------------------------------------
 
 
-def run_profile_subprocess(experiments):
-    """The in-process profile in a fresh process: experiments patch functions at import, so one set per process."""
-    out = OUT_DIR / f"profile-{experiments or 'project'}.json"
+def run_profile_subprocess():
+    """The in-process profile in a fresh process: it wraps the project's functions to time them."""
+    out = OUT_DIR / "profile.json"
     env = dict(os.environ, BENCH_FAKE_PORT=str(FAKE_PORT))
     command = [sys.executable, __file__, "--profile-only", "--profile-count", str(ARGS.profile_count),
-               "--experiments", experiments, "--results", str(out)]  # fmt: skip
+               "--results", str(out)]  # fmt: skip
     if subprocess.run(command, cwd=ROOT, env=env).returncode != 0:
-        print(f"profile with experiments {experiments or 'none'} failed (output above)", file=sys.stderr)
+        print("the in-process profile failed (output above)", file=sys.stderr)
         return None
     return json.loads(out.read_text())
 
@@ -635,19 +629,17 @@ def main():
     print(f"  done in {time.monotonic() - t:.1f}s", flush=True)
 
     servers = [Server("project", ARGS.daphne_procs, {**os.environ, **daphne_overrides()})]
-    variant = ARGS.variant_experiments is not None or ARGS.variant_procs or ARGS.variant_env
+    variant = ARGS.variant_procs or ARGS.variant_env
     if variant:
-        variant_env = {**os.environ, **daphne_overrides(), **daphne_overrides(ARGS.variant_env),
-                       "BENCH_EXPERIMENTS": ARGS.variant_experiments or ""}  # fmt: skip
+        variant_env = {**os.environ, **daphne_overrides(), **daphne_overrides(ARGS.variant_env)}
         servers.append(Server("variant", ARGS.variant_procs or ARGS.daphne_procs, variant_env))
     info = bench_info()
     if variant:
-        info["variant"] = {"experiments": ARGS.variant_experiments, "procs": servers[1].ports and len(servers[1].ports),
-                           "env": daphne_overrides(ARGS.variant_env)}  # fmt: skip
+        info["variant"] = {"procs": len(servers[1].ports), "env": daphne_overrides(ARGS.variant_env)}
     print(f"machine: {info['nproc']} CPUs ({info['cpu']}), load average {info['loadavg_at_start'][0]:.1f}, "
           f"PostgreSQL {info['postgres'].split()[0]}; {info['server']}; DB pool per process "
-          f"{info['database_pool_per_process']}; daphne env {info['daphne_env_overrides'] or 'as configured'}; "
-          f"experiments {info['experiments'] or 'none'}", flush=True)  # fmt: skip
+          f"{info['database_pool_per_process']}; daphne env {info['daphne_env_overrides'] or 'as configured'}",
+          flush=True)  # fmt: skip
     if variant:
         print(f"variant: {info['variant']}", flush=True)
 
@@ -687,9 +679,7 @@ def main():
             server.stop()
         if ARGS.profile_count:
             http_json("POST", f"{FAKE_URL}/_control", {"delay_ms": 0})
-            profiles["project"] = run_profile_subprocess(ARGS.experiments)
-            if variant and ARGS.variant_experiments != ARGS.experiments:
-                profiles["variant"] = run_profile_subprocess(ARGS.variant_experiments or "")
+            profiles["project"] = run_profile_subprocess()
     finally:
         for server in servers:
             server.stop()

@@ -2,11 +2,10 @@
 
 from django.urls import path
 
-from bench.intake import experiments
 from bench.intake.bare import BareLeadCreateView, PoolStatsView
 from config.urls import urlpatterns as project_urlpatterns
 
-urlpatterns = experiments.urlpatterns() + [  # experiments: none unless BENCH_EXPERIMENTS is set
+urlpatterns = [
     path("bench/bare-leads", BareLeadCreateView.as_view(), name="bench-bare-leads"),
     path("bench/pool-stats", PoolStatsView.as_view(), name="bench-pool-stats"),
     *project_urlpatterns,
