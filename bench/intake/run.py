@@ -587,7 +587,7 @@ LABELS = {
     "create": "INSERT of the lead (QuerySet.create)",
     "check_throttles": "throttle (config.throttling: one INCR + EXPIRE round trip to Redis)",
     "is_valid": "LeadInputSerializer validation",
-    "lead_classify": "LLM call (integrations.llm over HttpClient, HTTP round trip to the fake)",
+    "lead_classify": "LLM call (integrations.llm over urllib3, HTTP round trip to the fake)",
     "lead_create": "lead_create's own: BEGIN/COMMIT, building the row",
     "lead_fan_out": "lead_fan_out + jobs.enqueue_many less the INSERT: building the 3 jobs",
     "insert_many_on_conflict": "INSERT of the 3 jobs (one INSERT … ON CONFLICT … RETURNING)",
