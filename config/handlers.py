@@ -10,8 +10,8 @@ class SyncChainASGIHandler(ASGIHandler):
     Django's own ASGIHandler builds an async chain: every MiddlewareMixin hook
     (sessions, CSRF, auth, messages… ten middlewares here) then runs in its own
     thread hand-off, and WhiteNoise, being sync-only, adds a hop back to the
-    event loop. That was about 20 hand-offs per request, each costing a Future,
-    a context copy and two thread wake-ups. Our views are sync (DRF), so nothing
+    event loop. That was 15 hand-offs per request, each costing a Future, a
+    context copy and two thread wake-ups (tests/config/test_asgi.py counts 3 now). Our views are sync (DRF), so nothing
     gains from the async chain: one hand-off into the request's thread for all
     of it is what WSGI would do, and daphne still serves everything else
     (request bodies, responses, channels' websockets) on its event loop.

@@ -60,6 +60,8 @@ class LlmClassifier:
     def __init__(self, *, base_url: str, api_key: str, model: str, timeout_seconds: float):
         self.url = base_url.rstrip("/") + "/chat/completions"
         self.model = model
+        url = urlsplit(self.url)
+        self.log = logger.bind(service="llm", method="POST", host=url.hostname, path=url.path)  # as HttpClient logs
         options = {
             "maxsize": POOL_SIZE,
             "retries": False,  # the caller falls back to its rules instead
@@ -71,7 +73,7 @@ class LlmClassifier:
             },
             "ca_certs": os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE") or certifi.where(),
         }
-        proxy = get_environ_proxies(self.url).get(urlsplit(self.url).scheme)
+        proxy = get_environ_proxies(self.url).get(url.scheme)
         self.pool = urllib3.ProxyManager(proxy, **options) if proxy else urllib3.PoolManager(**options)
 
     def classify_submission(self, fields: Mapping[str, object]) -> Classification | None:
@@ -87,8 +89,7 @@ class LlmClassifier:
             logger.warning("llm_classification_failed", reason="unavailable", error=type(exc).__name__)
             return None
         status = response.status
-        logger.info("http_request", service="llm", method="POST", path=urlsplit(self.url).path, status=status,
-                    duration_ms=int((time.monotonic() - started) * 1000))  # fmt: skip
+        self.log.info("http_request", status=status, duration_ms=int((time.monotonic() - started) * 1000))
         if status >= 400:
             reason = "unavailable" if status == 429 or status >= 500 else "http_error"
             logger.warning("llm_classification_failed", reason=reason, error=f"llm: HTTP {status}")
