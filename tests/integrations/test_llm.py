@@ -209,3 +209,15 @@ def test_cookies_set_by_the_proxy_are_not_sent_back(classifier, httpserver):
     assert classifier.classify_submission(SUBMISSION) is not None
     assert classifier.classify_submission(SUBMISSION) is not None
     assert [request.headers.get("Cookie") for request, _response in httpserver.log] == [None, None]
+
+
+def test_an_egress_proxy_from_the_environment_carries_the_call(httpserver, monkeypatch):
+    for name in ("NO_PROXY", "no_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy", "http_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", httpserver.url_for("/"))
+    httpserver.expect_request(COMPLETIONS_PATH).respond_with_json(chat_completion(verdict()))
+    behind_proxy = LlmClassifier(base_url="http://llm.internal.example/v1", api_key="k", model="m", timeout_seconds=2)
+
+    assert behind_proxy.classify_submission(SUBMISSION) is not None
+    request, _response = httpserver.log[0]
+    assert request.headers["Host"] == "llm.internal.example"
