@@ -1,4 +1,4 @@
-"""One Redis connection pool per process for Django's cache, and one client on it for direct commands.
+"""One Redis connection pool per process for Django's cache, and one shared client for direct commands.
 
 Django keeps one cache object per thread, and its RedisCacheClient builds its
 own ConnectionPool per cache object. Under daphne every request runs in a

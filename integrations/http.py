@@ -27,6 +27,11 @@ logger = structlog.get_logger(__name__)
 _SEND_OPTIONS = ("timeout", "allow_redirects", "stream", "verify", "cert", "proxies")
 
 
+def environment_ca_bundle() -> str | None:
+    """The CA bundle the environment names for outgoing HTTPS, as requests reads it."""
+    return os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE")
+
+
 def parse_retry_after(value: str | None) -> float | None:
     """Retry-After as seconds: either delta-seconds or an HTTP date."""
     if not value:
@@ -71,7 +76,7 @@ class HttpClient:
             return
         self.session.trust_env = False
         self.session.proxies.update(requests.utils.get_environ_proxies(self.base_url))
-        bundle = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE")
+        bundle = environment_ca_bundle()
         if bundle and self.session.verify is True:
             self.session.verify = bundle
 

@@ -22,7 +22,6 @@ requests would take them.
 import functools
 import json
 import math
-import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -34,6 +33,7 @@ import urllib3
 from django.conf import settings
 from requests.utils import get_environ_proxies
 
+from integrations.http import environment_ca_bundle
 from integrations.llm.prompts import CLASSIFY_SUBMISSION_SYSTEM_PROMPT, SUBMISSION_END, SUBMISSION_START
 
 logger = structlog.get_logger(__name__)
@@ -71,7 +71,7 @@ class LlmClassifier:
                 "Content-Type": "application/json",
                 "User-Agent": settings.HTTP_USER_AGENT,
             },
-            "ca_certs": os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE") or certifi.where(),
+            "ca_certs": environment_ca_bundle() or certifi.where(),
         }
         proxy = get_environ_proxies(self.url).get(url.scheme)
         self.pool = urllib3.ProxyManager(proxy, **options) if proxy else urllib3.PoolManager(**options)
