@@ -1,7 +1,7 @@
 # Lead-generation back office. `make help` lists the targets.
 #
 #   make run [PORT=8123]     zero-setup run: SQLite + filesystem broker, web/worker/beat via honcho
-#   make test [PYTEST_ARGS=...]   ruff, then pytest against throwaway PostgreSQL + Redis
+#   make test [PYTEST_ARGS=...]   ruff, import contracts, deptry, then pytest against throwaway PostgreSQL + Redis
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
@@ -12,19 +12,26 @@ PIP := $(BIN)/python -m pip --disable-pip-version-check
 PORT ?= 8000
 PYTEST_ARGS ?=
 
-.PHONY: help .venv install install-dev run test lint bench-jobs bench-intake bench-redaction bench-imap bench-sync clean
+.PHONY: help .venv install install-dev install-bench run test lint bench-jobs bench-intake bench-redaction bench-imap bench-imap-hostile bench-sync bench-backoffice bench-blog bench-chat bench-mcp bench-sse reliability clean
 
 help:
 	@echo "make install      runtime venv (.venv, requirements.txt)"
 	@echo "make install-dev  plus test/lint tools (requirements-dev.txt)"
 	@echo "make run          migrate, demo data, then web + worker + beat on http://127.0.0.1:$(PORT)/ (PORT=...)"
 	@echo "make test         ruff, system packages, pytest with throwaway PostgreSQL + Redis (PYTEST_ARGS=...)"
-	@echo "make lint         ruff check"
+	@echo "make lint         ruff, import-linter contracts, deptry"
 	@echo "make bench-jobs   jobs benchmark with throwaway PostgreSQL + Redis"
 	@echo "make bench-intake POST /api/leads vs a bare insert on daphne, throwaway PostgreSQL + Redis"
 	@echo "make bench-redaction  redaction recall/precision/speed against Presidio and scrubadub"
 	@echo "make bench-imap   5,000 lead emails from a local dovecot, end to end vs django-mailbox's importer"
+	@echo "make bench-imap-hostile  the slowest of a set of hostile emails through the parser, vs the unbounded one"
 	@echo "make bench-sync   daily CRM sync: 10,000 pending among 1,000,000 users vs among 10,000"
+	@echo "make bench-sse    1,000 prototype progress streams on one daphne vs a bare async relay"
+	@echo "make bench-backoffice  admin dashboard and lists on 100,000 leads/tasks, 1,000,000 jobs vs stock changelists"
+	@echo "make bench-chat   200 chats through the relay on daphne vs a direct WebSocket client of the same fake agent"
+	@echo "make bench-mcp    search_docs calls through our MCP server vs the bare SDK server, 50 clients"
+	@echo "make bench-blog   GET /api/posts on a warm cache vs a bare view, and a 500-request cold burst, on daphne + Redis"
+	@echo "make reliability  fault-injection suite at full scale (1,000 leads a scenario), figures in var/reliability/"
 	@echo "make clean        remove var/ and caches (keeps .venv)"
 
 # --- virtualenv: pip runs again only when a requirements file changed ------------------
@@ -55,42 +62,74 @@ run: install
 	@echo "  Admin:     http://127.0.0.1:$(PORT)/admin/"
 	@echo "  API docs:  http://127.0.0.1:$(PORT)/api/docs/"
 	@echo "  Readiness: http://127.0.0.1:$(PORT)/readyz"
+	@echo "  MCP:       http://127.0.0.1:$$(($(PORT) + 300))/mcp (off until AUTH0_DOMAIN and MCP_AUDIENCE are set)"
 	@echo "  Login:     demo / demo-password"
-	@echo "  Ctrl-C stops web, worker and beat."
+	@echo "  Ctrl-C stops every process (web, worker, beat, MCP)."
 	@echo
-	PORT=$(PORT) exec $(BIN)/honcho start -f Procfile -p $(PORT)
+	PORT=$(PORT) LOG_FORMAT=$${LOG_FORMAT:-$$([ -t 1 ] && echo console || echo json)} exec $(BIN)/honcho start -f Procfile -p $(PORT)
 
 # --- checks --------------------------------------------------------------------------------
 lint: install-dev
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports
+	$(BIN)/deptry .
 
 test: install-dev
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports
+	$(BIN)/deptry .
 	scripts/install-system-deps
 	scripts/with-services $(BIN)/pytest $(PYTEST_ARGS)
+
+# The baselines and load tools the benchmarks compare against.
+install-bench: install-dev
+	$(PIP) install -r requirements-bench.txt
 
 bench-jobs: install-dev
 	scripts/install-system-deps
 	scripts/with-services $(BIN)/python bench/jobs/run.py
 
-bench-intake: install-dev
-	$(PIP) install -r requirements-bench.txt
+bench-intake: install-bench
 	scripts/install-system-deps
 	scripts/with-services $(BIN)/python bench/intake/run.py
 
-bench-redaction: install-dev
-	$(PIP) install -r requirements-bench.txt
+bench-redaction: install-bench
 	$(BIN)/python bench/tracking/redaction/run.py
 
-bench-imap: install-dev
-	$(PIP) install -r requirements-bench.txt
+bench-imap: install-bench
 	scripts/install-system-deps
 	scripts/with-services $(BIN)/python bench/imap/run.py
 
-bench-sync: install-dev
-	$(PIP) install -r requirements-bench.txt
+bench-imap-hostile: install-dev
+	$(BIN)/python bench/imap/hostile.py
+
+bench-sync: install-bench
 	scripts/install-system-deps
 	scripts/with-services $(BIN)/python bench/tracking/sync/run.py
+
+bench-sse: install-dev
+	scripts/install-system-deps
+	scripts/with-services $(BIN)/python bench/sse/run.py
+
+bench-backoffice: install-dev
+	scripts/install-system-deps
+	scripts/with-services $(BIN)/python bench/backoffice/run.py
+
+bench-chat: install-bench
+	scripts/install-system-deps
+	scripts/with-services $(BIN)/python bench/chat/run.py
+
+bench-mcp: install-bench
+	scripts/install-system-deps
+	scripts/with-services $(BIN)/python bench/mcp/run.py
+
+bench-blog: install-bench
+	scripts/install-system-deps
+	scripts/with-services $(BIN)/python bench/blog/run.py
+
+reliability: install-dev
+	scripts/install-system-deps
+	RELIABILITY_SCALE=full scripts/with-services $(BIN)/pytest -p no:randomly -q -s --timeout 7200 tests/reliability/test_fault_suite.py $(PYTEST_ARGS)
 
 clean:
 	rm -rf var/ .pytest_cache/ .ruff_cache/ .hypothesis/

@@ -8,6 +8,7 @@ the functions that need Django import it when called, after `django.setup()`.
 - `start_process()` / `stop_process()`: a server or worker in its own session
   (so it and its children form one process group), output to a log file in the
   bench's `out/`, stopped with SIGTERM then SIGKILL for the whole group.
+- `free_port()` / `wait_http()`: a port for a server to start on, and waiting until it answers there.
 - `celery_worker_command()`: the worker every bench runs, quiet and alone.
 - `CpuMeter`: CPU seconds per part (this process, each started process group,
   PostgreSQL, Redis) read from /proc, and the rest of the machine, which on a
@@ -20,9 +21,12 @@ import contextlib
 import os
 import platform
 import signal
+import socket
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 import uuid
 from collections.abc import Iterable
 from datetime import UTC, datetime
@@ -87,6 +91,37 @@ def log_tail(process, lines=30):
 def check_alive(process):
     if process.poll() is not None:
         raise BenchError(f"{process.name} exited with {process.returncode}:\n{log_tail(process)}")
+
+
+def free_port() -> int:
+    return free_ports(1)[0]
+
+
+def free_ports(count: int) -> list[int]:
+    """`count` distinct free ports (all held open at once while they are picked)."""
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for sock in sockets:
+            sock.bind(("127.0.0.1", 0))
+        return [sock.getsockname()[1] for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+def wait_http(process, url, timeout=60.0):
+    """Until the server `process` started answers `url` (any HTTP status counts); BenchError if it exits first."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        check_alive(process)
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                return
+        except urllib.error.HTTPError:
+            return  # it answers
+        except OSError:
+            time.sleep(0.2)
+    raise BenchError(f"{process.name} did not answer at {url}")
 
 
 # What the Procfile gives worker processes: one kept database connection each, no pool (settings.py).

@@ -1,4 +1,4 @@
-"""One-statement INSERT … ON CONFLICT for model instances, shared by every app that needs it.
+"""Database helpers shared by every app: one-statement INSERT … ON CONFLICT, and database errors described safely.
 
 The ORM needs two or three statements and a savepoint for an insert-if-absent
 (`get_or_create`), and `bulk_create(ignore_conflicts=True)` cannot say which
@@ -8,9 +8,10 @@ so the zero-setup run takes the same path.
 """
 
 import functools
+import traceback
 from collections.abc import Sequence
 
-from django.db import connection
+from django.db import DatabaseError, connection
 
 # PostgreSQL's protocol carries at most 65535 parameters per statement; SQLite's own limit is in bulk_batch_size.
 MAX_PARAMETERS = 65535
@@ -102,3 +103,27 @@ def _row_layout(model):
         if field_converters:
             converters.append((index, field_converters, expression))
     return columns, [field.attname for field in fields], converters
+
+
+def describe_db_error(exc: BaseException) -> str:
+    """A database error without its message: PostgreSQL's messages quote the offending values
+    (a duplicate key's email and phone), and these texts go to logs, job rows and alert emails,
+    so they keep the error type and SQLSTATE only."""
+    if not isinstance(exc, DatabaseError):
+        return type(exc).__name__
+    sqlstate = getattr(exc.__cause__, "sqlstate", None)
+    return f"{type(exc).__name__} (SQLSTATE {sqlstate})" if sqlstate else type(exc).__name__
+
+
+def traceback_scrubbed(exc: BaseException) -> str:
+    """The traceback of `exc` as text, with every database error's message in its chain withheld:
+    PostgreSQL's messages quote the offending values (a duplicate key's email, a value too long), and
+    this text goes to job rows, the admin and alert emails. Types and frames stay for staff."""
+    formatted = traceback.TracebackException.from_exception(exc)
+    seen, link = set(), formatted
+    while link is not None and id(link) not in seen:
+        seen.add(id(link))
+        if issubclass(link.exc_type, DatabaseError) or link.exc_type.__module__.startswith("psycopg"):
+            link._str = "(message withheld: it can quote values)"  # what format() prints after the type
+        link = link.__cause__ or link.__context__
+    return "".join(formatted.format())

@@ -20,8 +20,24 @@ PERIODIC_TASKS = {
         "task": "tracking.poll_mailboxes",
         "every_seconds": settings.IMAP_POLL_SECONDS,
     },
+    "sessions: delete expired sessions": {
+        "task": "tracking.clear_expired_sessions",
+        "every_seconds": 3600,
+    },
     "tracking: daily CRM sync and retention": {
         "task": "tracking.daily_sync",
         "crontab": {"minute": "0", "hour": str(settings.TRACKING_SYNC_HOUR_UTC)},
+    },
+    "prototypes: re-check unfinished prototypes whose checks stopped": {
+        "task": "prototypes.recover",
+        "every_seconds": 3600,
+    },
+    "chat: delete expired transcripts": {
+        "task": "chat.retention",
+        "crontab": {"minute": "30", "hour": str(settings.CHAT_RETENTION_HOUR_UTC)},
+    },
+    "jobs: delete finished jobs past JOBS_RETENTION_DAYS": {
+        "task": "jobs.retention_start",
+        "crontab": {"minute": "30", "hour": str(settings.JOBS_RETENTION_HOUR_UTC)},
     },
 }

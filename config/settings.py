@@ -2,15 +2,16 @@
 
 Defaults give the zero-setup run (SQLite, filesystem Celery broker, in-memory
 channel layer, database cache). Production sets DATABASE_URL, REDIS_URL,
-CELERY_BROKER_URL, SECRET_KEY and ALLOWED_HOSTS. Every variable is listed in
-the README.
+CELERY_BROKER_URL, SECRET_KEY and ALLOWED_HOSTS. Every variable is documented
+in docs/configuration.md (a test keeps the two in step).
 """
 
 from pathlib import Path
 
 import environ
-import structlog
 from django.core.exceptions import ImproperlyConfigured
+
+from config.logging import log_format, logging_config, structlog_configure
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -46,12 +47,16 @@ INSTALLED_APPS = [
     "health_check",
     "jobs",
     "integrations",
+    "stores",
     "leadgen",
     "tracking",
+    "docs_mcp",
     "crm",
     "prototypes",
     "chat",
     "blog",
+    "demo",
+    "backoffice",
 ]
 
 MIDDLEWARE = [
@@ -192,6 +197,23 @@ JOBS_DISPATCH_LINGER_MS = env.float("JOBS_DISPATCH_LINGER_MS", default=5.0)
 JOBS_DISPATCH_MAX_BATCH = env.int("JOBS_DISPATCH_MAX_BATCH", default=10)
 OPS_ALERT_EMAILS = env.list("OPS_ALERT_EMAILS", default=[])
 
+# --- Long jobs and job retention (jobs/heartbeat.py, jobs/retention.py) ---------------
+# A running job's lease is extended every JOBS_HEARTBEAT_SECONDS, so only a dead worker loses it.
+JOBS_HEARTBEAT_SECONDS = env.float("JOBS_HEARTBEAT_SECONDS", default=JOBS_LEASE_SECONDS / 3)
+# Jobs that work through a backlog (mailbox poll, CRM sync, retention) stop taking work after this
+# and queue their continuation; the Celery limits below stop anything that still overruns.
+JOBS_TIME_BUDGET_SECONDS = env.int("JOBS_TIME_BUDGET_SECONDS", default=JOBS_LEASE_SECONDS * 4 // 5)
+# Per run message (a batch of up to JOBS_DISPATCH_MAX_BATCH jobs): the soft limit raises inside the
+# handler (the job is retried), the hard limit kills the worker process (the sweep reclaims the job).
+CELERY_TASK_SOFT_TIME_LIMIT = env.int("JOBS_SOFT_TIME_LIMIT_SECONDS", default=6 * JOBS_LEASE_SECONDS)
+CELERY_TASK_TIME_LIMIT = env.int(
+    "JOBS_HARD_TIME_LIMIT_SECONDS", default=CELERY_TASK_SOFT_TIME_LIMIT + JOBS_LEASE_SECONDS
+)
+# Succeeded and skipped jobs (and their attempts) older than this are deleted; dead jobs are kept.
+JOBS_RETENTION_DAYS = env.int("JOBS_RETENTION_DAYS", default=14)
+JOBS_RETENTION_BATCH = env.int("JOBS_RETENTION_BATCH", default=1000)
+JOBS_RETENTION_HOUR_UTC = env.int("JOBS_RETENTION_HOUR_UTC", default=4)
+
 # --- Email -------------------------------------------------------------------------
 MAILGUN_API_KEY = env.str("MAILGUN_API_KEY", default="")
 ANYMAIL = {
@@ -207,6 +229,10 @@ EMAIL_BACKEND = env.str(
 )
 DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="Sales <sales@localhost>")
 SERVER_EMAIL = DEFAULT_FROM_EMAIL
+
+# --- Phone numbers: written without +country, they are read in this region (intake, email parsing,
+# redaction) ---
+PHONE_DEFAULT_REGION = env.str("PHONE_DEFAULT_REGION", default="US")
 
 # --- Outbound HTTP -------------------------------------------------------------------
 HTTP_CONNECT_TIMEOUT = env.float("HTTP_CONNECT_TIMEOUT", default=5.0)
@@ -228,11 +254,25 @@ LEADS_PROTOTYPE_WINDOW_SECONDS = env.int("LEADS_PROTOTYPE_WINDOW_SECONDS", defau
 LEADS_PROTOTYPE_HOLD_SECONDS = env.int("LEADS_PROTOTYPE_HOLD_SECONDS", default=20 * 60)
 LEADS_IDEMPOTENCY_TTL_SECONDS = env.int("LEADS_IDEMPOTENCY_TTL_SECONDS", default=24 * 3600)
 CONFIRMATION_EMAIL_DELAY = env.int("CONFIRMATION_EMAIL_DELAY", default=600)  # seconds
-LEADS_PHONE_REGION = env.str("LEADS_PHONE_REGION", default="US")  # for numbers typed without +country
 RECAPTCHA_SITE_KEY = env.str("RECAPTCHA_SITE_KEY", default="")
 RECAPTCHA_ACTION = env.str("RECAPTCHA_ACTION", default="lead_form")
 RECAPTCHA_MIN_SCORE = env.float("RECAPTCHA_MIN_SCORE", default=0.5)
 RECAPTCHA_HOSTNAMES = env.list("RECAPTCHA_HOSTNAMES", default=[])  # empty: ALLOWED_HOSTS
+
+# --- Outside services of web-form intake: reCAPTCHA, the classifier, Pipedrive, ClickUp ---
+# Empty secrets mean "not configured": client_from_settings() returns None.
+RECAPTCHA_SECRET_KEY = env.str("RECAPTCHA_SECRET_KEY", default="")
+RECAPTCHA_VERIFY_URL = env.str("RECAPTCHA_VERIFY_URL", default="https://www.google.com/recaptcha/api/siteverify")
+RECAPTCHA_TIMEOUT_SECONDS = env.float("RECAPTCHA_TIMEOUT_SECONDS", default=3.0)  # request path: keep it short
+LLM_BASE_URL = env.str("LLM_BASE_URL", default="")  # OpenAI-compatible, e.g. https://litellm.example.com/v1
+LLM_API_KEY = env.str("LLM_API_KEY", default="")
+LLM_MODEL = env.str("LLM_MODEL", default="")
+LLM_TIMEOUT_SECONDS = env.float("LLM_TIMEOUT_SECONDS", default=8.0)
+PIPEDRIVE_API_TOKEN = env.str("PIPEDRIVE_API_TOKEN", default="")
+PIPEDRIVE_API_URL = env.str("PIPEDRIVE_API_URL", default="https://api.pipedrive.com")
+CLICKUP_API_TOKEN = env.str("CLICKUP_API_TOKEN", default="")
+CLICKUP_LIST_ID = env.str("CLICKUP_LIST_ID", default="")  # the "Lead alerts" list
+CLICKUP_API_URL = env.str("CLICKUP_API_URL", default="https://api.clickup.com")
 
 # --- Auth, i18n, static ------------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [
@@ -287,68 +327,15 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
 }
 
-# --- Logging: structured, one JSON line per event, no request bodies -----------------
+# --- Logging: structlog; console lines at a terminal, JSON otherwise (config/logging.py) ---
 LOG_LEVEL = env.str("LOG_LEVEL", default="INFO")
-LOG_FORMAT = env.str("LOG_FORMAT", default="console" if DEBUG else "json")
+LOG_FORMAT = log_format(env.str("LOG_FORMAT", default=""))
 DJANGO_STRUCTLOG_CELERY_ENABLED = True
 DJANGO_STRUCTLOG_IP_LOGGING_ENABLED = False  # client IPs are PII
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "formatters": {
-        "structured": {
-            "()": structlog.stdlib.ProcessorFormatter,
-            "processor": structlog.processors.JSONRenderer()
-            if LOG_FORMAT == "json"
-            else structlog.dev.ConsoleRenderer(colors=False),
-            "foreign_pre_chain": [
-                structlog.contextvars.merge_contextvars,
-                structlog.processors.TimeStamper(fmt="iso"),
-                structlog.stdlib.add_logger_name,
-                structlog.stdlib.add_log_level,
-            ],
-        },
-    },
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "structured"}},
-    "root": {"handlers": ["console"], "level": LOG_LEVEL},
-    "loggers": {
-        "django.db.backends": {"level": "WARNING"},
-        # urllib3 logs full URLs, query strings included, at DEBUG.
-        "urllib3": {"level": "WARNING"},
-        "celery": {"level": LOG_LEVEL},
-    },
-}
-structlog.configure(
-    processors=[
-        structlog.contextvars.merge_contextvars,
-        structlog.stdlib.filter_by_level,
-        structlog.processors.TimeStamper(fmt="iso"),
-        structlog.stdlib.add_logger_name,
-        structlog.stdlib.add_log_level,
-        structlog.processors.StackInfoRenderer(),
-        structlog.processors.format_exc_info,
-        structlog.stdlib.ProcessorFormatter.wrap_for_formatter,
-    ],
-    logger_factory=structlog.stdlib.LoggerFactory(),
-    cache_logger_on_first_use=True,
-)
+LOGGING = logging_config(level=LOG_LEVEL, fmt=LOG_FORMAT)
+structlog_configure()
 
-# --- Web-form intake integrations (issue 3) ---------------------------------------------
-# Empty secrets mean "not configured": client_from_settings() returns None.
-RECAPTCHA_SECRET_KEY = env.str("RECAPTCHA_SECRET_KEY", default="")
-RECAPTCHA_VERIFY_URL = env.str("RECAPTCHA_VERIFY_URL", default="https://www.google.com/recaptcha/api/siteverify")
-RECAPTCHA_TIMEOUT_SECONDS = env.float("RECAPTCHA_TIMEOUT_SECONDS", default=3.0)  # request path: keep it short
-LLM_BASE_URL = env.str("LLM_BASE_URL", default="")  # OpenAI-compatible, e.g. https://litellm.example.com/v1
-LLM_API_KEY = env.str("LLM_API_KEY", default="")
-LLM_MODEL = env.str("LLM_MODEL", default="")
-LLM_TIMEOUT_SECONDS = env.float("LLM_TIMEOUT_SECONDS", default=8.0)
-PIPEDRIVE_API_TOKEN = env.str("PIPEDRIVE_API_TOKEN", default="")
-PIPEDRIVE_API_URL = env.str("PIPEDRIVE_API_URL", default="https://api.pipedrive.com")
-CLICKUP_API_TOKEN = env.str("CLICKUP_API_TOKEN", default="")
-CLICKUP_LIST_ID = env.str("CLICKUP_LIST_ID", default="")  # the "Lead alerts" list
-CLICKUP_API_URL = env.str("CLICKUP_API_URL", default="https://api.clickup.com")
-
-# --- Email lead tracking (tracking/, crm/) ---
+# --- Email lead tracking (tracking/, crm/) --------------------------------------------
 # The mailbox configured here is named "env"; more are added in admin (Mailbox), each naming the
 # environment variable that holds its password.
 IMAP_HOST = env.str("IMAP_HOST", default="")
@@ -361,19 +348,16 @@ IMAP_CA_FILE = env.str("IMAP_CA_FILE", default="")
 IMAP_TIMEOUT_SECONDS = env.float("IMAP_TIMEOUT_SECONDS", default=30.0)
 IMAP_FETCH_BATCH = env.int("IMAP_FETCH_BATCH", default=100)
 IMAP_POLL_SECONDS = env.int("IMAP_POLL_SECONDS", default=300)
-IMAP_POLL_TIME_BUDGET_SECONDS = env.int("IMAP_POLL_TIME_BUDGET_SECONDS", default=240)
+IMAP_POLL_TIME_BUDGET_SECONDS = env.int("IMAP_POLL_TIME_BUDGET_SECONDS", default=JOBS_TIME_BUDGET_SECONDS)
 IMAP_POLL_MAX_ATTEMPTS = env.int("IMAP_POLL_MAX_ATTEMPTS", default=3)
-PHONE_DEFAULT_REGION = env.str("PHONE_DEFAULT_REGION", default="US")
 STORE_MAPPING_CACHE_SECONDS = env.int("STORE_MAPPING_CACHE_SECONDS", default=300)
 LEAD_WRITE_BREAKER_FAIL_MAX = env.int("LEAD_WRITE_BREAKER_FAIL_MAX", default=5)
 LEAD_WRITE_BREAKER_RESET_SECONDS = env.int("LEAD_WRITE_BREAKER_RESET_SECONDS", default=900)
 LEAD_RETRY_MAX_ATTEMPTS = env.int("LEAD_RETRY_MAX_ATTEMPTS", default=3)
 LEAD_RETRY_DELAY_SECONDS = env.int("LEAD_RETRY_DELAY_SECONDS", default=120)
 LEAD_OUTREACH_SLA_MINUTES = env.int("LEAD_OUTREACH_SLA_MINUTES", default=5)
-# imapclient logs protocol lines, message bodies included, at DEBUG: personal data stays out of logs.
-LOGGING["loggers"]["imapclient"] = {"level": "WARNING"}
 
-# --- First-party capture and CRM delivery (issue 5 parts) ---------------------------
+# --- First-party capture and CRM delivery (tracking/, integrations/kapa/, integrations/crm_webhook/) ---
 CRM_WEBHOOK_URL = env.str("CRM_WEBHOOK_URL", default="")  # empty: profile delivery is off
 CRM_SIGNING_SECRET = env.str("CRM_SIGNING_SECRET", default="")  # whsec_<base64>; empty: unsigned
 KAPA_API_URL = env.str("KAPA_API_URL", default="https://api.kapa.ai")
@@ -397,9 +381,7 @@ TRACKING_SYNC_CONCURRENCY = env.int("TRACKING_SYNC_CONCURRENCY", default=8)
 TRACKING_SYNC_SHARDS = env.int("TRACKING_SYNC_SHARDS", default=2)
 TRACKING_SYNC_BATCH = env.int("TRACKING_SYNC_BATCH", default=500)
 # One sync job stops taking users after this long and queues its continuation; below the job lease.
-TRACKING_SYNC_TIME_BUDGET_SECONDS = env.int(
-    "TRACKING_SYNC_TIME_BUDGET_SECONDS", default=min(240, JOBS_LEASE_SECONDS - 60)
-)
+TRACKING_SYNC_TIME_BUDGET_SECONDS = env.int("TRACKING_SYNC_TIME_BUDGET_SECONDS", default=JOBS_TIME_BUDGET_SECONDS)
 TRACKING_DELIVERY_MAX_ATTEMPTS = env.int("TRACKING_DELIVERY_MAX_ATTEMPTS", default=8)
 # The sync runs 2 threads per call in flight, each with its own database connection, plus the job's own.
 _database_pool = _database_options.get("pool")
@@ -412,3 +394,144 @@ if _database_pool and _database_pool["max_size"] < 2 * TRACKING_SYNC_CONCURRENCY
 AUTH0_DOMAIN = env.str("AUTH0_DOMAIN", default="")  # e.g. example.eu.auth0.com
 AUTH0_CLIENT_ID = env.str("AUTH0_CLIENT_ID", default="")
 AUTH0_CLIENT_SECRET = env.str("AUTH0_CLIENT_SECRET", default="")
+
+# --- AI prototypes (prototypes/, integrations/v0/) ------------------------------------------
+V0_API_URL = env.str("V0_API_URL", default="https://api.v0.dev/v2")
+V0_API_KEY = env.str("V0_API_KEY", default="")  # empty: prototypes are not generated (recorded as failed)
+V0_MODEL = env.str("V0_MODEL", default="v0-pro")
+V0_SYSTEM_PROMPT = env.str(
+    "V0_SYSTEM_PROMPT",
+    default="Build a polished, working single-page web app prototype with Next.js and Tailwind CSS. "
+    "Use realistic sample data; no sign-in, payments or external services.",
+)
+V0_CHAT_WEB_URL = env.str("V0_CHAT_WEB_URL", default="https://v0.app/chat/")  # + chat id: the admin's link
+V0_STREAM_IDLE_SECONDS = env.float("V0_STREAM_IDLE_SECONDS", default=120.0)  # silence that ends a relay
+PROTOTYPES_CHECK_SECONDS = env.int("PROTOTYPES_CHECK_SECONDS", default=120)  # between processor checks
+PROTOTYPES_CHECK_CONCURRENCY = env.int("PROTOTYPES_CHECK_CONCURRENCY", default=5)  # across all workers
+PROTOTYPES_STALE_SECONDS = env.int("PROTOTYPES_STALE_SECONDS", default=15 * 60)
+PROTOTYPES_MAX_CONTINUE_ATTEMPTS = env.int("PROTOTYPES_MAX_CONTINUE_ATTEMPTS", default=3)
+PROTOTYPES_MAX_RECOVERY_ATTEMPTS = env.int("PROTOTYPES_MAX_RECOVERY_ATTEMPTS", default=3)
+PROTOTYPES_STREAM_HEARTBEAT_SECONDS = env.float("PROTOTYPES_STREAM_HEARTBEAT_SECONDS", default=15.0)
+PROTOTYPES_STREAM_POLL_SECONDS = env.float("PROTOTYPES_STREAM_POLL_SECONDS", default=1.0)  # event-log poll
+PROTOTYPES_STREAM_MAX_SECONDS = env.int("PROTOTYPES_STREAM_MAX_SECONDS", default=30 * 60)  # then the browser reconnects
+PROTOTYPES_STREAM_RATE = env.str("PROTOTYPES_STREAM_RATE", default="60/min")  # stream opens per client IP
+# --- Back office dashboard (backoffice/) --------------------------------------------
+# Figures are computed at most once per this many seconds per period and store set; 0 computes every load.
+DASHBOARD_CACHE_SECONDS = env.int("DASHBOARD_CACHE_SECONDS", default=60)
+
+# --- Sales chat relay (chat/, integrations/agent/) ------------------------------------
+# Unset CHAT_AGENT_URL: the stream answers 503. ws(s):// is the agent's own WebSocket; http(s):// a stock AgentOS.
+CHAT_AGENT_URL = env.str("CHAT_AGENT_URL", default="")
+CHAT_AGENT_TOKEN = env.str("CHAT_AGENT_TOKEN", default="")  # sent as "Authorization: Bearer …" when set
+CHAT_AGENT_ID = env.str("CHAT_AGENT_ID", default="sales-agent")  # AgentOS: POST {url}/agents/{id}/runs
+CHAT_AGENT_CONNECT_TIMEOUT_SECONDS = env.float("CHAT_AGENT_CONNECT_TIMEOUT_SECONDS", default=5.0)
+CHAT_AGENT_FIRST_TOKEN_TIMEOUT_SECONDS = env.float("CHAT_AGENT_FIRST_TOKEN_TIMEOUT_SECONDS", default=30.0)
+CHAT_AGENT_TIMEOUT_SECONDS = env.float("CHAT_AGENT_TIMEOUT_SECONDS", default=120.0)  # a whole answer
+CHAT_MAX_BODY_BYTES = env.int("CHAT_MAX_BODY_BYTES", default=16 * 1024)
+CHAT_STREAM_RATE_PER_SESSION = env.str("CHAT_STREAM_RATE_PER_SESSION", default="20/min")
+CHAT_STREAM_RATE_PER_IP = env.str("CHAT_STREAM_RATE_PER_IP", default="60/min")
+REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"]["chat_transcript"] = env.str("CHAT_TRANSCRIPT_RATE", default="120/min")
+CHAT_WIDGET_TOKEN_MAX_AGE_SECONDS = env.int("CHAT_WIDGET_TOKEN_MAX_AGE_SECONDS", default=24 * 3600)
+CHAT_RETENTION_DAYS = env.int("CHAT_RETENTION_DAYS", default=90)  # after a session's last message
+CHAT_RETENTION_BATCH = env.int("CHAT_RETENTION_BATCH", default=1000)
+CHAT_RETENTION_HOUR_UTC = env.int("CHAT_RETENTION_HOUR_UTC", default=4)
+
+# --- Docs MCP server at /mcp (docs_mcp/, its own uvicorn process) ---------------------
+# Off (404) until AUTH0_DOMAIN and MCP_AUDIENCE are set. MCP_AUDIENCE is the identifier of the
+# Auth0 API the access tokens are issued for; the resource is SITE_URL + /mcp.
+MCP_AUDIENCE = env.str("MCP_AUDIENCE", default="")
+MCP_REQUIRED_SCOPES = env.list("MCP_REQUIRED_SCOPES", default=[])  # each must be in the token's `scope`
+# Origins (scheme://host[:port]) whose pages get_page may read; empty: get_page is off.
+MCP_DOCS_ORIGINS = env.list("MCP_DOCS_ORIGINS", default=[])
+MCP_SEARCH_RESULTS = env.int("MCP_SEARCH_RESULTS", default=5)
+# The Kapa integration the tools' searches and questions are filed under in Kapa's analytics; empty: its default.
+KAPA_INTEGRATION_ID = env.str("KAPA_INTEGRATION_ID", default="")
+MCP_TOOL_CALLS_RATE = env.str("MCP_TOOL_CALLS_RATE", default="120/min")  # per signed-in user
+MCP_MAX_REQUEST_BYTES = env.int("MCP_MAX_REQUEST_BYTES", default=256 * 1024)
+# Where the web process's /readyz reaches the MCP process. The default is the port honcho gives the
+# Procfile's `mcp` (its fourth process type: PORT + 300).
+MCP_INTERNAL_URL = env.str("MCP_INTERNAL_URL", default=f"http://127.0.0.1:{env.int('PORT', default=8000) + 300}")
+# --- Blog delivery: cached WordPress proxy (blog/, integrations/wordpress/) ------------
+WORDPRESS_API_URL = env.str("WORDPRESS_API_URL", default="")  # the site's /wp-json root; empty: blog answers 503
+WORDPRESS_USERNAME = env.str("WORDPRESS_USERNAME", default="")  # with an application password, if posts need auth
+WORDPRESS_APP_PASSWORD = env.str("WORDPRESS_APP_PASSWORD", default="")
+WORDPRESS_TIMEOUT_SECONDS = env.float("WORDPRESS_TIMEOUT_SECONDS", default=5.0)  # request path: keep it short
+BLOG_CACHE_TTL_SECONDS = env.int("BLOG_CACHE_TTL_SECONDS", default=300)
+BLOG_STALE_SECONDS = env.int("BLOG_STALE_SECONDS", default=24 * 3600)  # last good copy kept past the TTL
+BLOG_CACHE_API_KEY = env.str("BLOG_CACHE_API_KEY", default="")  # X-Cache-Api-Key of the purge endpoints
+BLOG_PURGE_SIGNING_SECRET = env.str("BLOG_PURGE_SIGNING_SECRET", default="")  # whsec_…: signed purges accepted
+if REDIS_URL:
+    # Every request thread may hold a cache connection at once: a burst of cold blog requests waiting on one
+    # WordPress fetch is more threads per process than redis-py's default pool limit of 100 (then it raises).
+    CACHES["default"]["OPTIONS"].setdefault("max_connections", env.int("REDIS_MAX_CONNECTIONS", default=1000))
+REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"].update(
+    {
+        "blog": env.str("BLOG_THROTTLE_RATE", default="300/min"),  # per client IP, reads that reach WordPress
+        "blog_refresh": env.str("BLOG_REFRESH_THROTTLE_RATE", default="20/min"),  # per client IP, ?cache=false
+        "blog_purge": env.str("BLOG_PURGE_THROTTLE_RATE", default="30/min"),  # per client IP, purges
+    }
+)
+
+# --- Security hardening (config/client_ip.py, config/secrets.py, config/checks.py, config/limits.py) ---
+# Entries `host` or `host:port` an admin Mailbox may log in to; the env mailbox's IMAP_HOST is always allowed.
+IMAP_ALLOWED_HOSTS = env.list("IMAP_ALLOWED_HOSTS", default=[])
+# A message larger than this (its RFC822.SIZE) is not fetched: it is kept as a failed lead with the reason.
+IMAP_MAX_MESSAGE_BYTES = env.int("IMAP_MAX_MESSAGE_BYTES", default=2 * 1024 * 1024)
+# Polls that started on a message without finishing it; past this the message is kept as a failed lead.
+IMAP_MESSAGE_MAX_ATTEMPTS = env.int("IMAP_MESSAGE_MAX_ATTEMPTS", default=3)
+# authserv-id of our own receiving server's Authentication-Results header; set: stores' emails must pass DMARC/SPF.
+IMAP_TRUSTED_AUTHSERV_ID = env.str("IMAP_TRUSTED_AUTHSERV_ID", default="")
+# Request bodies: read at most this much on any route (smaller per route in config/limits.py), within this time.
+REQUEST_MAX_BODY_BYTES = env.int("REQUEST_MAX_BODY_BYTES", default=1024 * 1024)
+REQUEST_BODY_TIMEOUT_SECONDS = env.float("REQUEST_BODY_TIMEOUT_SECONDS", default=30.0)
+DATA_UPLOAD_MAX_MEMORY_SIZE = REQUEST_MAX_BODY_BYTES
+# HTTPS: on by default when the site is served over https; `manage.py check --deploy` fails without them.
+_https_site = SITE_URL.startswith("https://")
+SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=_https_site)
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]  # load-balancer probes over plain HTTP
+SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=31536000 if _https_site else 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=False)
+SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=False)
+# X-Forwarded-Proto is believed only when a trusted proxy sets it; reached directly, anyone could.
+if not TRUSTED_PROXY_COUNT:
+    SECURE_PROXY_SSL_HEADER = None
+# Content-Security-Policy for every page (django-csp): own scripts and styles, reCAPTCHA's frames and scripts.
+_recaptcha = ["https://www.google.com/recaptcha/", "https://www.gstatic.com/recaptcha/"]
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'", *_recaptcha],
+        "style-src": ["'self'", "'unsafe-inline'"],
+        "img-src": ["'self'", "data:"],
+        "frame-src": _recaptcha,
+        "connect-src": ["'self'"],
+        "frame-ancestors": ["'none'"],
+        "form-action": ["'self'"],
+        "base-uri": ["'self'"],
+        "object-src": ["'none'"],
+    }
+}
+# Admin login lockout (django-axes): per username and client IP, counted through config.client_ip.
+AXES_FAILURE_LIMIT = env.int("AXES_FAILURE_LIMIT", default=5)
+AXES_COOLOFF_TIME = env.float("AXES_COOLOFF_HOURS", default=0.25)
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_CLIENT_IP_CALLABLE = "config.client_ip.client_ip_for_axes"
+AXES_RESET_ON_SUCCESS = True
+AXES_VERBOSE = False  # no banner on every start of every process
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+INSTALLED_APPS += ["axes", "csp"]
+MIDDLEWARE += ["csp.middleware.CSPMiddleware", "axes.middleware.AxesMiddleware"]
+# Bearer token that shows /readyz's details to a caller that is not a staff session; empty: staff only.
+HEALTH_CHECK_TOKEN = env.str("HEALTH_CHECK_TOKEN", default="")
+READYZ_CACHE_SECONDS = env.float("READYZ_CACHE_SECONDS", default=5.0)
+# /readyz is unhealthy when the dispatcher's sweep has not run for this long (beat stopped or schedule off).
+JOBS_SWEEP_LATE_SECONDS = env.int("JOBS_SWEEP_LATE_SECONDS", default=max(120, 6 * JOBS_SWEEP_SECONDS))
+# The docs-site sign-in has its own session cookie: signing out of the docs never signs staff out of admin.
+DOCS_SESSION_COOKIE_NAME = env.str("DOCS_SESSION_COOKIE_NAME", default="docs_sessionid")
+REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"]["docs_login"] = env.str("DOCS_LOGIN_RATE", default="20/min")
+# Ids of config/checks.py's production checks (security.E1xx) an operator accepts on purpose.
+SILENCED_SYSTEM_CHECKS = env.list("SILENCED_SYSTEM_CHECKS", default=[])
+SPECTACULAR_SETTINGS["POSTPROCESSING_HOOKS"] = [
+    "drf_spectacular.hooks.postprocess_schema_enums",
+    "config.api_schema.request_bodies_as_enforced",
+]

@@ -7,37 +7,59 @@ list grows with the rate (6,000 pickled floats per call for `mcp_events`).
 Here a request is one INCR of a counter named after the client and the
 current window, with its expiry, in one pipelined round trip to Redis:
 parallel requests get distinct counts and exactly the allowed number pass.
-Without Redis (the zero-setup run's database cache) the counter is the
-cache's add + incr.
+Without Redis (the zero-setup run's database cache) see config.cache.counter_incr.
+
+Clients are counted per config.client_ip bucket (the address our trusted
+proxies saw; an IPv6 client per /64). When the cache is unreachable the
+throttle lets the request through and logs a warning: an outage of Redis must
+not turn every public request into a 500.
 
 A fixed window lets a client spend its allowance at the end of one window
 and again at the start of the next; Retry-After is exact: the time left in
 the window.
 """
 
-from django.core.cache import cache
+import functools
+import time
+
+import structlog
+from django.db import DatabaseError
+from redis.exceptions import RedisError
 from rest_framework.throttling import ScopedRateThrottle as DrfScopedRateThrottle
 from rest_framework.throttling import SimpleRateThrottle
 
-from config.cache import shared_redis
+from config.cache import counters_incr
+from config.client_ip import client_ip_bucket
+
+logger = structlog.get_logger(__name__)
 
 
-def window_count(key: str, duration: int) -> int:
-    """Count one more request under `key` (a key per window): the number counted so far, this one included."""
-    redis = shared_redis()
-    if redis is None:
-        cache.add(key, 0, timeout=duration)
-        try:
-            return cache.incr(key)
-        except ValueError:  # expired between add and incr: this is the window's first request
-            cache.add(key, 1, timeout=duration)
-            return 1
-    key = cache.make_key(key)  # the cache's prefix and version, as for every other entry
-    pipeline = redis.pipeline(transaction=False)
-    pipeline.incr(key)
-    pipeline.expire(key, duration)
-    count, _ = pipeline.execute()
-    return count
+
+
+@functools.cache
+def parse_rate(rate: str) -> tuple[int, int]:
+    """DRF's "20/min" as (requests, seconds), parsed once per distinct rate rather than per request."""
+    return SimpleRateThrottle.parse_rate(None, rate)
+
+
+def window_wait(key: str, rate: str, *, now: float | None = None) -> float | None:
+    """Count one request under `key` against `rate`: None if it is allowed, else the seconds left in the window.
+
+    None as well when the cache cannot be reached (logged): see the module docstring."""
+    return window_waits([key], rate, now=now)[0]
+
+
+def window_waits(keys: list[str], rate: str, *, now: float | None = None) -> list[float | None]:
+    """window_wait for each of `keys` (one request each), in one round trip to the cache on Redis."""
+    limit, duration = parse_rate(rate)
+    now = time.time() if now is None else now
+    window = int(now // duration)
+    try:
+        counts = counters_incr([f"{key}:{window}" for key in keys], timeout=duration)
+    except (RedisError, OSError, DatabaseError) as exc:
+        logger.warning("throttle_unavailable", error=type(exc).__name__)  # the key names the client: not logged
+        return [None] * len(keys)
+    return [None if count <= limit else (window + 1) * duration - now for count in counts]
 
 
 class RateThrottle(SimpleRateThrottle):
@@ -49,10 +71,14 @@ class RateThrottle(SimpleRateThrottle):
         self.key = self.get_cache_key(request, view)
         if self.key is None:
             return True
-        now = self.timer()
-        window = int(now // self.duration)
-        self.wait_seconds = (window + 1) * self.duration - now
-        return window_count(f"{self.key}:{window}", self.duration) <= self.num_requests
+        self.wait_seconds = window_wait(self.key, self.rate, now=self.timer())
+        return self.wait_seconds is None
+
+    def parse_rate(self, rate):
+        return (None, None) if rate is None else parse_rate(rate)
+
+    def get_ident(self, request):
+        return client_ip_bucket(request) or "unknown"
 
     def wait(self):
         return self.wait_seconds
@@ -60,3 +86,10 @@ class RateThrottle(SimpleRateThrottle):
 
 class ScopedRateThrottle(DrfScopedRateThrottle, RateThrottle):
     """DRF's ScopedRateThrottle (rate per view's `throttle_scope`, per user or client IP), counted per window."""
+
+
+class ClientIpRateThrottle(RateThrottle):
+    """A rate per client IP bucket for the subclass's `scope`, whether the client is signed in or not."""
+
+    def get_cache_key(self, request, view):
+        return self.cache_format % {"scope": self.scope, "ident": self.get_ident(request)}

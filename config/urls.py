@@ -15,4 +15,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("", include("tracking.urls")),
     path("", include("leadgen.urls")),
+    path("", include("prototypes.urls")),
+    path("", include("chat.urls")),
+    path("", include("blog.urls")),
 ]

@@ -2,11 +2,46 @@ from datetime import timedelta
 
 from django import forms
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
+from django.db.models import F, Q
+from django.http import HttpResponseRedirect
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
 from django.utils import timezone
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
+from import_export import resources
+from import_export.admin import ExportMixin
+from import_export.formats.base_formats import CSV
 
-from crm import services
+from chat import selectors as chat_selectors
+from config.pagination import CappedCountPaginator
+from crm import selectors, services
 from crm.models import Contact, Task, TimelineEvent
+from leadgen import selectors as lead_selectors
+from prototypes import selectors as prototype_selectors
+from stores.scoping import StoreListFilter, StoreScopedAdminMixin, store_ids_for
+
+WORK_QUEUE_LIMIT = 200
+
+
+class ContactResource(resources.ModelResource):
+    class Meta:
+        model = Contact
+        fields = (
+            "id", "phone", "first_name", "last_name", "store__name", "lifecycle_stage", "lead_status",
+            "last_activity_at", "created_at",
+        )  # fmt: skip
+        export_order = fields
+
+
+class TaskResource(resources.ModelResource):
+    class Meta:
+        model = Task
+        fields = (
+            "id", "contact__phone", "store__name", "task_type", "status", "priority", "due_at", "completed_at",
+            "completed_by", "assigned_to__username", "action_needed_reason",
+        )  # fmt: skip
+        export_order = fields
 
 
 class TimelineEventInline(admin.TabularInline):
@@ -37,22 +72,72 @@ class TaskInline(admin.TabularInline):
 
 
 @admin.register(Contact)
-class ContactAdmin(admin.ModelAdmin):
+class ContactAdmin(StoreScopedAdminMixin, ExportMixin, admin.ModelAdmin):
+    resource_classes = [ContactResource]
+    export_formats = [CSV]
     list_display = ("phone", "first_name", "last_name", "store", "lifecycle_stage", "lead_status", "last_activity_at")
-    list_filter = ("lifecycle_stage", "lead_status", "store")
+    list_filter = ("lifecycle_stage", "lead_status", ("store", StoreListFilter), "last_activity_at")
     search_fields = ("=phone", "first_name", "last_name")
     list_select_related = ("store",)
+    ordering = ("-last_activity_at", "-pk")
+    date_hierarchy = "last_activity_at"
+    paginator = CappedCountPaginator
     show_full_result_count = False
     fields = (
         "phone", "store", "franchise", "account_id", "lifecycle_stage", "lead_status", "first_name", "last_name",
-        "last_activity_at", "created_at", "updated_at",
+        "lead_sources", "last_activity_at", "created_at", "updated_at",
     )  # fmt: skip
     # The phone and the store are the contact's identity; the rest is set by the lead processor.
-    readonly_fields = ("phone", "store", "franchise", "account_id", "last_activity_at", "created_at", "updated_at")
+    readonly_fields = (
+        "phone", "store", "franchise", "account_id", "lead_sources", "last_activity_at", "created_at", "updated_at",
+    )  # fmt: skip
     inlines = [TaskInline, TimelineEventInline]
+
+    @staticmethod
+    def _source_leads(contact) -> list:
+        """The leads behind this contact, read once per page: the lead source, the chats and the prototypes."""
+        if not hasattr(contact, "_source_leads"):
+            lead_ids = selectors.contact_lead_ids(contact=contact)
+            contact._source_leads = list(lead_selectors.leads_by_ids(lead_ids=lead_ids, store_id=contact.store_id))
+        return contact._source_leads
+
+    def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
+        """The chat transcripts and the prototypes of the contact's leads, for staff who may read those."""
+        if obj is not None:
+            lead_ids = [lead.pk for lead in self._source_leads(obj)]
+            user = request.user
+            if user.has_perm("chat.view_chatsession"):
+                context["chat_sessions"] = chat_selectors.chat_sessions_of_leads(lead_ids=lead_ids)
+            if user.has_perm("prototypes.view_prototype"):
+                context["prototypes"] = prototype_selectors.prototypes_of_leads(lead_ids=lead_ids)
+        return super().render_change_form(request, context, add=add, change=change, form_url=form_url, obj=obj)
+
+    @admin.display(description="lead source")
+    def lead_sources(self, obj):
+        """The leads behind this contact (each lead.created event names one), with channel and lead type."""
+        leads = self._source_leads(obj)
+        rows = [
+            (
+                reverse("admin:leadgen_lead_change", args=[lead.pk]), f"#{lead.pk}", lead.get_channel_display(),
+                lead.lead_type or "—", f"{timezone.localtime(lead.received_at or lead.created_at):%Y-%m-%d %H:%M}",
+                lead.email_recipient or lead.source_page or "—",
+            )
+            for lead in leads
+        ]  # fmt: skip
+        if not rows:
+            return "—"
+        return format_html(
+            "<table><tr><th>lead</th><th>channel</th><th>lead type</th><th>arrived</th><th>via</th></tr>{}</table>",
+            format_html_join(
+                "", '<tr><td><a href="{}">{}</a></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>', rows
+            ),
+        )
 
     def has_add_permission(self, request):
         return False  # contacts come from leads
+
+    def has_export_permission(self, request):
+        return self.has_view_permission(request)
 
     def has_delete_permission(self, request, obj=None):
         return False
@@ -77,27 +162,54 @@ class DueFilter(admin.SimpleListFilter):
         return queryset
 
 
+class SlaFilter(admin.SimpleListFilter):
+    """Whether a task was answered by its due time: the dashboard's "done within SLA" links here."""
+
+    title = "SLA"
+    parameter_name = "sla"
+
+    def lookups(self, request, model_admin):
+        return [("met", "Done in time"), ("missed", "Done late or overdue")]
+
+    def queryset(self, request, queryset):
+        done = queryset.filter(status=Task.Status.DONE)
+        if self.value() == "met":
+            return done.filter(completed_at__lte=F("due_at"))
+        if self.value() == "missed":
+            late = Q(status=Task.Status.DONE, completed_at__gt=F("due_at"))
+            return queryset.filter(late | Q(status=Task.Status.PENDING, due_at__lt=timezone.now()))
+        return queryset
+
+
 class TaskForm(forms.ModelForm):
     class Meta:
         model = Task
         fields = (
-            "contact", "type_category", "status", "priority", "due_at", "action_needed", "action_needed_reason",
-            "suggested_actions",
+            "contact", "type_category", "status", "priority", "due_at", "assigned_to", "action_needed",
+            "action_needed_reason", "suggested_actions",
         )  # fmt: skip
         labels = {"type_category": "type"}
 
 
 @admin.register(Task)
-class TaskAdmin(admin.ModelAdmin):
+class TaskAdmin(StoreScopedAdminMixin, ExportMixin, admin.ModelAdmin):
+    resource_classes = [TaskResource]
+    export_formats = [CSV]
     form = TaskForm
-    list_display = ("due_display", "contact", "store", "task_type", "priority", "status", "action_needed_reason")
-    list_filter = ("status", DueFilter, "priority", "store", "due_at")
+    list_display = (
+        "due_display", "contact", "store", "task_type", "priority", "status", "assigned_to", "action_needed_reason",
+    )  # fmt: skip
+    list_filter = ("status", DueFilter, SlaFilter, "priority", "task_type", ("store", StoreListFilter), "due_at")
     search_fields = ("=contact__phone", "contact__first_name", "contact__last_name", "action_needed_reason")
     date_hierarchy = "due_at"
-    list_select_related = ("contact", "store")
+    ordering = ("due_at", "pk")
+    list_select_related = ("contact", "store", "assigned_to")
     autocomplete_fields = ("contact",)
+    paginator = CappedCountPaginator
     show_full_result_count = False
-    readonly_fields = ("source_type", "source_lead", "completed_at", "completed_by", "created_at", "updated_at")
+    readonly_fields = (
+        "source_type", "source_lead", "arrived_at", "completed_at", "completed_by", "created_at", "updated_at",
+    )  # fmt: skip
     actions = ["mark_done"]
 
     def get_fields(self, request, obj=None):
@@ -106,13 +218,19 @@ class TaskAdmin(admin.ModelAdmin):
     def has_delete_permission(self, request, obj=None):
         return False  # cancel instead: the task is the record of what was asked
 
+    def has_export_permission(self, request):
+        return self.has_view_permission(request)
+
     def save_model(self, request, obj, form, change):
-        # The contact decides the store; staff pick the category, which is also the type for now.
-        obj.store, obj.franchise, obj.account_id = obj.contact.store, obj.contact.franchise, obj.contact.account_id
-        obj.task_type = obj.type_category
-        if obj.status == Task.Status.DONE and obj.completed_at is None:
-            obj.completed_at, obj.completed_by = timezone.now(), request.user.get_username()
-        super().save_model(request, obj, form, change)
+        services.task_save(task=obj, actor=request.user.get_username())
+
+    def formfield_for_foreignkey(self, db_field, request, **kwargs):
+        if db_field.name == "assigned_to":
+            # Active staff (a store's staff: the staff of their stores), as a plain list: Sales may not read users.
+            staff = db_field.related_model.objects.filter(is_staff=True, is_active=True).order_by("username")
+            store_ids = store_ids_for(request.user)
+            kwargs["queryset"] = staff if store_ids is None else staff.filter(stores__in=store_ids).distinct()
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
     @admin.display(description="due", ordering="due_at")
     def due_display(self, obj):
@@ -127,3 +245,130 @@ class TaskAdmin(admin.ModelAdmin):
             task_ids=list(queryset.values_list("pk", flat=True)), actor=request.user.get_username()
         )
         self.message_user(request, f"Marked {count} task(s) done.", messages.SUCCESS)
+
+    # --- the sales work queue: "My tasks" and "Due soon", with one-click actions ------------------
+
+    def get_urls(self):
+        queue = self.admin_site.admin_view(self.work_queue_view)
+        act = self.admin_site.admin_view(self.work_queue_act_view)
+        return [
+            path("queue/", queue, name="crm_task_queue"),
+            path("queue/<uuid:task_id>/act/", act, name="crm_task_queue_act"),
+        ] + super().get_urls()
+
+    def work_queue_view(self, request):
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        view = "due_soon" if request.GET.get("view") == "due_soon" else "mine"
+        store_ids = store_ids_for(request.user)
+        tasks = (
+            selectors.tasks_due_soon(store_ids=store_ids)
+            if view == "due_soon"
+            else selectors.tasks_mine(user=request.user, store_ids=store_ids)
+        )
+        rows = list(tasks[: WORK_QUEUE_LIMIT + 1])
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Due soon" if view == "due_soon" else "My tasks",
+            "opts": self.model._meta,
+            "view": view,
+            "tasks": rows[:WORK_QUEUE_LIMIT],
+            "truncated": len(rows) > WORK_QUEUE_LIMIT,
+            "limit": WORK_QUEUE_LIMIT,
+            "now": timezone.now(),
+            "can_act": self.has_change_permission(request),
+            "snooze_choices": TaskActionForm.base_fields["snooze"].choices,
+        }
+        return TemplateResponse(request, "admin/crm/task/work_queue.html", context)
+
+    def work_queue_act_view(self, request, task_id):
+        back = request.POST.get("next") or reverse("admin:crm_task_queue")
+        if not back.startswith(reverse("admin:crm_task_queue")):
+            back = reverse("admin:crm_task_queue")  # never redirect off the queue
+        if request.method != "POST":
+            return HttpResponseRedirect(back)
+        task = self.get_object(request, str(task_id))  # 404 outside the user's stores
+        if not self.has_change_permission(request, task):
+            raise PermissionDenied
+        form = TaskActionForm(request.POST)
+        if not form.is_valid():
+            errors = "; ".join(f"{name}: {' '.join(errs)}" for name, errs in form.errors.items())
+            self.message_user(request, f"Nothing changed: {errors}", messages.ERROR)
+            return HttpResponseRedirect(back)
+        data, actor = form.cleaned_data, request.user.get_username()
+        common = {"task_id": task.pk, "actor": actor, "reason": data["reason"], "seen_updated_at": data["seen"]}
+        try:
+            if data["action"] == "contacted":
+                services.task_mark_contacted(**common)
+                done = f"{task.contact}: marked contacted."
+            elif data["action"] == "done":
+                services.task_mark_done(**common)
+                done = f"{task.contact}: marked done."
+            else:
+                until = timezone.now() + timedelta(minutes=int(data["snooze"]))
+                services.task_snooze(**common, until=until)
+                done = f"{task.contact}: snoozed until {timezone.localtime(until):%Y-%m-%d %H:%M}."
+        except services.TaskChanged:
+            changed = f"{task.contact}: the task changed meanwhile; nothing was done. Check it again."
+            self.message_user(request, changed, messages.WARNING)
+            return HttpResponseRedirect(back)
+        self.message_user(request, done, messages.SUCCESS)
+        return HttpResponseRedirect(back)
+
+
+class TaskActionForm(forms.Form):
+    """One work-queue action on one task, as the page showed it (`seen`: the task's updated_at then)."""
+
+    action = forms.ChoiceField(choices=[("contacted", "contacted"), ("done", "done"), ("snooze", "snooze")])
+    reason = forms.CharField(max_length=300, required=False, strip=True)
+    snooze = forms.TypedChoiceField(
+        choices=[("60", "1 hour"), ("240", "4 hours"), ("1440", "1 day")], required=False, coerce=str
+    )
+    seen = forms.DateTimeField(input_formats=["iso-8601"])
+
+    def clean(self):
+        data = super().clean()
+        if data.get("action") == "snooze":
+            if not data.get("reason"):
+                self.add_error("reason", "Say why the task waits.")
+            if not data.get("snooze"):
+                self.add_error("snooze", "Choose how long it waits.")
+        return data
+
+
+class EventTypeFilter(admin.SimpleListFilter):
+    """The event types the CRM records; the stock filter would read DISTINCT over the whole timeline."""
+
+    title = "event type"
+    parameter_name = "event_type__exact"
+
+    def lookups(self, request, model_admin):
+        types = [services.LEAD_CREATED_EVENT, services.TASK_CONTACTED_EVENT, services.TASK_DONE_EVENT,
+                 services.TASK_SNOOZED_EVENT]  # fmt: skip
+        return [(event_type, event_type) for event_type in types]
+
+    def queryset(self, request, queryset):
+        return queryset.filter(event_type=self.value()) if self.value() else queryset
+
+
+@admin.register(TimelineEvent)
+class TimelineEventAdmin(StoreScopedAdminMixin, admin.ModelAdmin):
+    """Everything that happened to the contacts, newest first; append-only."""
+
+    list_display = ("occurred_at", "contact", "store", "event_type", "actor_type", "entity_type", "entity_id")
+    list_filter = (EventTypeFilter, ("store", StoreListFilter), "occurred_at")
+    search_fields = ("=contact__phone", "=entity_id", "event_type")
+    date_hierarchy = "occurred_at"
+    ordering = ("-occurred_at", "-pk")
+    list_select_related = ("contact", "store")
+    paginator = CappedCountPaginator
+    show_full_result_count = False
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False

@@ -6,6 +6,7 @@ so the same person calling two stores is two contacts.
 
 import uuid
 
+from django.conf import settings
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
@@ -25,7 +26,7 @@ class Contact(models.Model):
         UNQUALIFIED = "unqualified"
 
     phone = models.CharField(max_length=32, help_text="E.164")
-    store = models.ForeignKey("tracking.Store", on_delete=models.PROTECT, related_name="contacts")
+    store = models.ForeignKey("stores.Store", on_delete=models.PROTECT, related_name="contacts")
     franchise = models.CharField(max_length=120, blank=True)
     account_id = models.CharField(max_length=64, blank=True, help_text="Audit only; the store isolates.")
     lifecycle_stage = models.CharField(max_length=16, choices=LifecycleStage.choices, default=LifecycleStage.LEAD)
@@ -41,8 +42,12 @@ class Contact(models.Model):
         constraints = [models.UniqueConstraint(fields=["phone", "store"], name="uq_contacts_phone_store")]
 
     def __str__(self):
-        name = f"{self.first_name} {self.last_name}".strip()
-        return name or self.phone
+        return self.full_name or self.phone
+
+    @property
+    def full_name(self) -> str:
+        """First and last name as known; empty when neither is."""
+        return f"{self.first_name} {self.last_name}".strip()
 
 
 class Task(models.Model):
@@ -57,7 +62,7 @@ class Task(models.Model):
         LOW = "low"
 
     class TaskType(models.TextChoices):
-        LEAD_OUTREACH = "lead_outreach", "lead outreach"
+        LEAD_OUTREACH = "lead_outreach", "Lead outreach"
 
     class SourceType(models.TextChoices):
         LEAD = "lead"
@@ -65,7 +70,7 @@ class Task(models.Model):
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     contact = models.ForeignKey(Contact, on_delete=models.CASCADE, related_name="tasks")
-    store = models.ForeignKey("tracking.Store", on_delete=models.PROTECT, related_name="tasks")
+    store = models.ForeignKey("stores.Store", on_delete=models.PROTECT, related_name="tasks")
     franchise = models.CharField(max_length=120, blank=True)
     account_id = models.CharField(max_length=64, blank=True)
     task_type = models.CharField(max_length=32, choices=TaskType.choices)
@@ -80,13 +85,37 @@ class Task(models.Model):
     action_needed_reason = models.CharField(max_length=300, blank=True)
     suggested_actions = models.JSONField(default=list, blank=True)
     due_at = models.DateTimeField(db_index=True)
+    assigned_to = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="crm_tasks",
+        help_text="Empty: anyone at the store may take it.",
+    )
     completed_at = models.DateTimeField(null=True, blank=True)
     completed_by = models.CharField(max_length=150, blank=True)
+    # Copied from the source lead when the task is created, so the dashboard's first-response and
+    # contacted figures read the task table alone (no join to the leads on every load).
+    arrived_at = models.DateTimeField(
+        default=timezone.now,
+        help_text="When the lead arrived (received, else recorded); a task staff created: its creation. "
+        "First response is measured from here.",
+    )
+    lead_recorded_at = models.DateTimeField(
+        null=True, blank=True, help_text="When the source lead was recorded; empty for a task staff created."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         ordering = ["due_at"]
+        indexes = [
+            # The funnel's contacted step: done tasks by their lead's recording time (and store), index only.
+            models.Index(
+                fields=["lead_recorded_at", "store"], condition=Q(status="done"), name="crm_task_done_lead_idx"
+            ),
+        ]
         constraints = [
             # A retried LeadCreated never creates a second task for the same lead.
             models.UniqueConstraint(fields=["source_lead"], name="uq_tasks_source_lead"),
@@ -111,7 +140,7 @@ class TimelineEvent(models.Model):
     """Something that happened to a contact; append-only, deduplicated by its idempotency key."""
 
     contact = models.ForeignKey(Contact, on_delete=models.CASCADE, related_name="timeline")
-    store = models.ForeignKey("tracking.Store", on_delete=models.PROTECT, related_name="timeline_events")
+    store = models.ForeignKey("stores.Store", on_delete=models.PROTECT, related_name="timeline_events")
     franchise = models.CharField(max_length=120, blank=True)
     account_id = models.CharField(max_length=64, blank=True)
     event_type = models.CharField(max_length=64)

@@ -47,9 +47,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import phonenumbers
-
-# Phone numbers written without +country code are read as this country's.
-PHONE_REGION = "US"
+from django.conf import settings
 
 # Claimed text is overwritten with this character before the next detector runs;
 # no detector's pattern accepts it, so nothing can match across or into a finding.
@@ -369,7 +367,7 @@ def _phones(text: str) -> Iterator[Span]:
         window = text[offset : candidate.end() + 1]
         # STRICT_GROUPING: valid digits are not enough, they must be grouped the way their
         # country writes them.
-        for match in phonenumbers.PhoneNumberMatcher(window, PHONE_REGION, leniency=_STRICT_GROUPING):
+        for match in phonenumbers.PhoneNumberMatcher(window, settings.PHONE_DEFAULT_REGION, leniency=_STRICT_GROUPING):
             raw = match.raw_string
             # The matcher takes an opening bracket that wraps the whole number, as in
             # "(+44 20 7946 0958)"; it belongs to the prose, like the closing one it leaves.

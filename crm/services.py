@@ -1,4 +1,4 @@
-"""Writes of the CRM: the LeadCreated processor, task actions, LeadCreated replays."""
+"""Writes of the CRM: the LeadCreated processor, task actions (each on the contact's timeline), LeadCreated replays."""
 
 import uuid
 from dataclasses import dataclass
@@ -12,7 +12,7 @@ from config.db import insert_on_conflict
 from crm.events import lead_created_emit, lead_created_missing_fields
 from crm.models import Contact, Task, TimelineEvent
 from crm.sla import outreach_due_at
-from leadgen.models import Lead
+from leadgen import selectors as lead_selectors
 
 logger = structlog.get_logger(__name__)
 
@@ -46,7 +46,7 @@ def _suggested_actions() -> list[dict]:
     ]
 
 
-def _contact_upsert(lead: Lead, arrived_at) -> int:
+def _contact_upsert(lead, arrived_at) -> int:
     """Insert the contact, or fill in what the existing one lacks; lifecycle and status are never touched.
 
     Last activity only moves forward, so an older lead processed late never
@@ -79,10 +79,10 @@ def _contact_upsert(lead: Lead, arrived_at) -> int:
     return row[0]
 
 
-def _outreach_task_insert(lead: Lead, contact_id: int, arrived_at) -> bool:
+def _outreach_task_insert(lead, contact_id: int, arrived_at) -> bool:
     """One high-priority outreach task per lead, and none while the contact has one pending."""
     store = lead.store
-    reason = f"New {lead.lead_type or 'lead'} from {lead.first_name or 'unknown'} {lead.last_name or ''}".strip()
+    reason = f"New {lead.lead_type or 'lead'} from {lead.full_name or 'unknown'}"
     task = Task(
         contact_id=contact_id,
         store_id=store.pk,
@@ -92,6 +92,8 @@ def _outreach_task_insert(lead: Lead, contact_id: int, arrived_at) -> bool:
         type_category=Task.TaskType.LEAD_OUTREACH,
         source_type=Task.SourceType.LEAD,
         source_lead_id=lead.pk,
+        arrived_at=arrived_at,
+        lead_recorded_at=lead.created_at,
         status=Task.Status.PENDING,
         priority=Task.Priority.HIGH,
         action_needed=True,
@@ -109,7 +111,7 @@ def _outreach_task_insert(lead: Lead, contact_id: int, arrived_at) -> bool:
     return insert_on_conflict(task, on_conflict="ON CONFLICT DO NOTHING", returning="id") is not None
 
 
-def _lead_created_event_append(lead: Lead, contact_id: int, arrived_at) -> None:
+def _lead_created_event_append(lead, contact_id: int, arrived_at) -> None:
     event = TimelineEvent(
         contact_id=contact_id,
         store_id=lead.store_id,
@@ -134,11 +136,7 @@ def lead_created_process(*, lead_id: int) -> LeadProcessed:
     the same lead again, at the same time or later, changes nothing.
     """
     with transaction.atomic():
-        lead = (
-            Lead.objects.select_related("store")
-            .only(*LEAD_FIELDS, *(f"store__{name}" for name in STORE_FIELDS))
-            .get(pk=lead_id)
-        )
+        lead = lead_selectors.lead_for_processing(lead_id=lead_id, fields=LEAD_FIELDS, store_fields=STORE_FIELDS)
         missing = lead_created_missing_fields(lead)
         if missing:
             raise LeadIncomplete(f"lead {lead_id} lacks {', '.join(missing)}")
@@ -151,15 +149,109 @@ def lead_created_process(*, lead_id: int) -> LeadProcessed:
     return LeadProcessed(contact_id=contact_id, task_created=task_created)
 
 
+class TaskChanged(Exception):
+    """The task is no longer pending, or changed after the page that acts on it was shown."""
+
+
+# Timeline event types of what staff do with a task; keys make a repeated request record nothing twice.
+TASK_CONTACTED_EVENT = "task.contacted"
+TASK_DONE_EVENT = "task.done"
+TASK_SNOOZED_EVENT = "task.snoozed"
+
+
+def _task_event(task: Task, *, event_type: str, key: str, actor: str, now, **values) -> TimelineEvent:
+    return TimelineEvent(
+        contact_id=task.contact_id, store_id=task.store_id, franchise=task.franchise, account_id=task.account_id,
+        event_type=event_type, event_category="task", entity_type="task", entity_id=str(task.pk), occurred_at=now,
+        actor_type="staff", new_value={"by": actor, **values}, idempotency_key=key,
+    )  # fmt: skip
+
+
+def _pending_task_locked(task_id, seen_updated_at) -> Task:
+    task = Task.objects.select_for_update().filter(pk=task_id, status=Task.Status.PENDING).first()
+    if task is None or (seen_updated_at is not None and task.updated_at != seen_updated_at):
+        raise TaskChanged(f"task {task_id} is no longer as shown")
+    return task
+
+
+def _task_close(task: Task, *, event_type: str, actor: str, reason: str, now) -> None:
+    task.status, task.completed_at, task.completed_by = Task.Status.DONE, now, actor
+    task.save(update_fields=["status", "completed_at", "completed_by", "updated_at"])
+    _task_event(task, event_type=event_type, key=f"{event_type}:{task.pk}", actor=actor, now=now, reason=reason).save()
+
+
+def task_mark_done(*, task_id, actor: str, reason: str = "", seen_updated_at=None) -> Task:
+    """Close a pending task; recorded on the contact's timeline. TaskChanged if it is not pending (any more)."""
+    with transaction.atomic():
+        task = _pending_task_locked(task_id, seen_updated_at)
+        _task_close(task, event_type=TASK_DONE_EVENT, actor=actor, reason=reason, now=timezone.now())
+    logger.info("task_marked_done", task_id=str(task.pk), actor=actor)
+    return task
+
+
+def task_mark_contacted(*, task_id, actor: str, reason: str = "", seen_updated_at=None) -> Task:
+    """The lead was reached: the task closes and a new or attempted contact becomes connected."""
+    with transaction.atomic():
+        task = _pending_task_locked(task_id, seen_updated_at)
+        now = timezone.now()
+        _task_close(task, event_type=TASK_CONTACTED_EVENT, actor=actor, reason=reason, now=now)
+        Contact.objects.filter(
+            pk=task.contact_id, lead_status__in=[Contact.LeadStatus.NEW, Contact.LeadStatus.ATTEMPTED]
+        ).update(lead_status=Contact.LeadStatus.CONNECTED, last_activity_at=now, updated_at=now)
+    logger.info("task_marked_contacted", task_id=str(task.pk), actor=actor)
+    return task
+
+
+def task_snooze(*, task_id, actor: str, until, reason: str, seen_updated_at=None) -> Task:
+    """Move a pending task's due time to `until` (later than now) for `reason`; recorded on the timeline."""
+    if not reason.strip():
+        raise ValueError("a snooze needs a reason")
+    now = timezone.now()
+    if until <= now:
+        raise ValueError("a snooze must end in the future")
+    with transaction.atomic():
+        task = _pending_task_locked(task_id, seen_updated_at)
+        previous = task.due_at
+        task.due_at = until
+        task.save(update_fields=["due_at", "updated_at"])
+        _task_event(
+            task, event_type=TASK_SNOOZED_EVENT, key=f"{TASK_SNOOZED_EVENT}:{task.pk}:{previous.isoformat()}",
+            actor=actor, now=now, reason=reason.strip(), due_before=previous.isoformat(), due_after=until.isoformat(),
+        ).save()  # fmt: skip
+    logger.info("task_snoozed", task_id=str(task.pk), actor=actor)
+    return task
+
+
+def task_save(*, task: Task, actor: str) -> Task:
+    """Save a task staff created or edited: the contact decides the store, the category is also the type,
+    and a task set done records when and by whom."""
+    contact = task.contact
+    task.store, task.franchise, task.account_id = contact.store, contact.franchise, contact.account_id
+    task.task_type = task.type_category
+    if task.status == Task.Status.DONE and task.completed_at is None:
+        task.completed_at, task.completed_by = timezone.now(), actor
+    task.save()
+    return task
+
+
 def tasks_mark_done(*, task_ids, actor: str) -> int:
-    """Close pending tasks; done or cancelled ones are left as they are."""
+    """Close the pending ones of `task_ids` (done or cancelled ones are left as they are), each on its timeline."""
     now = timezone.now()
     with transaction.atomic():
-        count = Task.objects.filter(pk__in=task_ids, status=Task.Status.PENDING).update(
+        tasks = list(Task.objects.select_for_update().filter(pk__in=task_ids, status=Task.Status.PENDING))
+        Task.objects.filter(pk__in=[task.pk for task in tasks]).update(
             status=Task.Status.DONE, completed_at=now, completed_by=actor, updated_at=now
         )
-    logger.info("tasks_marked_done", count=count, actor=actor)
-    return count
+        TimelineEvent.objects.bulk_create(
+            [
+                _task_event(task, event_type=TASK_DONE_EVENT, key=f"{TASK_DONE_EVENT}:{task.pk}", actor=actor,
+                            now=now, reason="")
+                for task in tasks
+            ],  # fmt: skip
+            ignore_conflicts=True,
+        )
+    logger.info("tasks_marked_done", count=len(tasks), actor=actor)
+    return len(tasks)
 
 
 def lead_created_replay(*, since, actor: str) -> int:
@@ -170,13 +262,7 @@ def lead_created_replay(*, since, actor: str) -> int:
     changes nothing else. One transaction per batch of leads.
     """
     replay = f"{timezone.now():%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:6]}"
-    leads = (
-        Lead.objects.filter(channel=Lead.Channel.EMAIL, parse_state=Lead.ParseState.PARSED, received_at__gte=since)
-        .exclude(phone="")
-        .exclude(store=None)
-        .only("phone", "franchise", "account_id", "store")
-        .order_by("pk")
-    )
+    leads = lead_selectors.email_leads_complete_since(since=since).only("phone", "franchise", "account_id", "store")
     emitted, last_pk = 0, 0
     while True:
         batch = list(leads.filter(pk__gt=last_pk)[:REPLAY_BATCH])

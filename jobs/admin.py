@@ -7,10 +7,12 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 from import_export import resources
 from import_export.admin import ExportMixin
-from import_export.formats.base_formats import CSV
 
+from config.exports import SafeCSV
+from config.pagination import CappedCountPaginator
 from jobs import services
 from jobs.models import Job, JobAttempt
+from jobs.registry import registered_kinds
 
 
 class JobResource(resources.ModelResource):
@@ -52,20 +54,35 @@ def _confirmed_bulk_action(modeladmin, request, queryset, *, title, verb, perfor
     return TemplateResponse(request, "admin/jobs/job/confirm_action.html", context)
 
 
+class KindFilter(admin.SimpleListFilter):
+    """The registered kinds; the stock filter would read DISTINCT kind over every job (0.7 s on 1,000,000)."""
+
+    title = "kind"
+    parameter_name = "kind__exact"
+
+    def lookups(self, request, model_admin):
+        return [(kind, kind) for kind in registered_kinds()]
+
+    def queryset(self, request, queryset):
+        return queryset.filter(kind=self.value()) if self.value() else queryset
+
+
 @admin.register(Job)
 class JobAdmin(ExportMixin, admin.ModelAdmin):
     resource_classes = [JobResource]
-    export_formats = [CSV]
+    export_formats = [SafeCSV]
     # import-export wraps `change_list_template` as the base of its own; ours extends its
     # export template instead, so it must take the import-export slot (else: extends loop).
     import_export_change_list_template = "admin/jobs/job/change_list.html"
     list_display = ("id", "kind", "key", "status_badge", "attempts_display", "run_after", "created_at", "short_error")
-    list_filter = ("status", "kind", "created_at", "run_after")
+    list_filter = ("status", KindFilter, "created_at", "run_after")
     search_fields = ("=id", "key")
-    date_hierarchy = "created_at"
+    # No date_hierarchy: its year links read DISTINCT over every job (1.6 s on 1,000,000); the created
+    # filter above narrows by date without reading the table.
     ordering = ("-created_at",)
     show_full_result_count = False
     list_per_page = 100
+    paginator = CappedCountPaginator
     inlines = [JobAttemptInline]
     actions = ["replay", "discard"]
     readonly_fields = (

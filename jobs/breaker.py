@@ -9,6 +9,8 @@ from datetime import UTC, datetime
 import pybreaker
 from django.core.cache import cache
 
+from config.cache import counter_incr
+
 _STATE_TTL = 7 * 24 * 3600
 
 
@@ -21,9 +23,7 @@ class CacheCircuitStorage(pybreaker.CircuitBreakerStorage):
         return self._prefix + part
 
     def _incr(self, part):
-        key = self._key(part)
-        cache.add(key, 0, _STATE_TTL)
-        cache.incr(key)
+        counter_incr(self._key(part), timeout=_STATE_TTL)
 
     @property
     def state(self):

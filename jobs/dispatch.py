@@ -1,12 +1,11 @@
 """Run messages for newly committed jobs, sent in batches by one publisher thread per process.
 
-Sending each transaction's run message on the committing thread cost every
-enqueue a whole Celery publish, and every job a whole Celery task in the
-worker; bench/jobs measured durable jobs at 0.43–0.47 of bare Celery's rate
-that way. Here the committing thread only hands the job ids over. The
-publisher thread waits JOBS_DISPATCH_LINGER_MS for more, then sends what came
-as `jobs.run_many` messages of at most JOBS_DISPATCH_MAX_BATCH jobs (a single
-job as `jobs.run`). The ids of one transaction stay together and in order.
+The committing thread only hands the job ids over, so an enqueue never pays
+for a Celery publish and a worker runs several jobs per Celery task (bench/jobs
+measures the difference). The publisher thread waits JOBS_DISPATCH_LINGER_MS
+for more, then sends what came as `jobs.run_many` messages of at most
+JOBS_DISPATCH_MAX_BATCH jobs (a single job as `jobs.run`). The ids of one
+transaction stay together and in order.
 
 Nothing is lost if the process dies before the thread sends: the jobs are
 committed with `dispatched_at` set, and the sweep sends them again after
@@ -14,8 +13,9 @@ REDISPATCH_AFTER. Pending ids are also sent at interpreter exit, so a
 management command's jobs do not wait for the sweep. With a linger of 0 the
 message goes out on the committing thread, as a plain after-commit publish.
 
-Written here because Celery has no publish-side batching: celery-batches
-groups messages in the worker, after each was published on its own.
+Messages are published by task name, so this module needs nothing from
+jobs/tasks.py. Written here because Celery has no publish-side batching:
+celery-batches groups messages in the worker, after each was published on its own.
 """
 
 import atexit
@@ -25,7 +25,10 @@ import time
 from collections.abc import Callable, Sequence
 
 import structlog
+from celery import current_app
 from django.conf import settings
+
+from jobs.kinds import RUN_MANY_TASK, RUN_TASK
 
 logger = structlog.get_logger(__name__)
 
@@ -99,3 +102,40 @@ class RunMessageBatcher:
                 self._send_batched(pending)
             except Exception:  # the thread must survive; the sweep re-sends what was not sent
                 logger.exception("job_dispatch_batch_failed")
+
+
+def send_run_messages(job_ids) -> None:
+    """One run message per job: for the sweep and replays, whose jobs any free worker may take."""
+    for job_id in job_ids:
+        try:
+            current_app.send_task(RUN_TASK, args=[job_id])
+        except Exception as exc:  # broker down: the sweep sends it again later
+            logger.warning("job_dispatch_failed", job_id=job_id, error=type(exc).__name__)
+
+
+def _send_one_run_message(job_ids) -> None:
+    """One run message for a batch of due jobs: one publish, whatever their number.
+
+    A single job goes as `jobs.run`, several as `jobs.run_many`, which one
+    worker runs in order. If one of them holds that worker up, the sweep sends
+    the others again after REDISPATCH_AFTER, and whichever worker claims a
+    job first runs it (the claim is a conditional UPDATE).
+    """
+    try:
+        if len(job_ids) == 1:
+            current_app.send_task(RUN_TASK, args=[job_ids[0]])
+        else:
+            current_app.send_task(RUN_MANY_TASK, args=[list(job_ids)])
+    except Exception as exc:  # broker down: the sweep sends them again later
+        logger.warning("job_dispatch_failed", job_ids=list(job_ids), error=type(exc).__name__)
+
+
+# Due jobs of committed transactions go to the workers through this, batched.
+run_messages = RunMessageBatcher(_send_one_run_message)
+
+
+def dispatch_committed(batched, unbatched) -> None:
+    """After commit: batched kinds through the publisher thread, the others a message each, now."""
+    if batched:
+        run_messages.submit(batched)
+    send_run_messages(unbatched)

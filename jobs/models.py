@@ -51,7 +51,7 @@ class JobAttempt(models.Model):
         SKIPPED = "skipped"
         RETRY = "retry"
         FAILED = "failed"
-        LOST = "lost", "lost (worker died)"
+        LOST = "lost", "Lost (worker died)"
 
     # No index of its own: the unique (job, number) index starts with the job.
     job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="attempt_log", db_index=False)
@@ -70,3 +70,21 @@ class JobAttempt(models.Model):
 
     def __str__(self):
         return f"attempt {self.number}: {self.outcome}"
+
+
+class JobStep(models.Model):
+    """A side effect a job completed, recorded the moment it returned: a re-run of the job skips it.
+
+    Keyed by the job's key, not its row, so it holds across replays; deleted with the job by retention.
+    """
+
+    job_key = models.CharField(max_length=255)
+    step = models.CharField(max_length=100)
+    done_at = models.DateTimeField(default=timezone.now)
+    result = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["job_key", "step"], name="job_step_unique")]
+
+    def __str__(self):
+        return f"{self.job_key}: {self.step}"

@@ -2,30 +2,46 @@
 
 import structlog
 from celery import shared_task
+from celery.signals import worker_process_shutdown
 from django.db import close_old_connections
 
-from jobs import services
+from jobs import dispatch, runtime
+from jobs.kinds import RETENTION_TASK, RUN_MANY_TASK, RUN_TASK, SWEEP_TASK
+from jobs.retention import jobs_retention_start
 
 logger = structlog.get_logger(__name__)
 
 
-@shared_task(name="jobs.run")
+@shared_task(name=RUN_TASK)
 def run_job(job_id):
-    services.job_run(job_id=job_id)
+    runtime.job_run(job_id=job_id)
 
 
-@shared_task(name="jobs.run_many")
+@shared_task(name=RUN_MANY_TASK)
 def run_jobs(job_ids):
-    """The due jobs of one enqueue call, in order. A job that cannot even be run (its claim or finish
+    """The due jobs of one run message, in order. A job that cannot even be run (its claim or finish
     failed, e.g. the database went away) is logged and left to the sweep; the others still run."""
     for job_id in job_ids:
         try:
-            services.job_run(job_id=job_id)
+            runtime.job_run(job_id=job_id)
         except Exception:
             logger.exception("job_run_failed", job_id=job_id)
             close_old_connections()  # a broken connection is not handed to the next job
 
 
-@shared_task(name="jobs.sweep")
+@shared_task(name=SWEEP_TASK)
 def sweep():
-    return services.jobs_sweep()
+    return runtime.jobs_sweep()
+
+
+@shared_task(name=RETENTION_TASK)
+def retention_start():
+    """Beat, daily at JOBS_RETENTION_HOUR_UTC: only queues the retention job."""
+    return jobs_retention_start().pk
+
+
+@worker_process_shutdown.connect
+def flush_run_messages(**kwargs):
+    """A prefork child leaves with os._exit, so atexit never runs there: the run messages it still
+    holds (jobs/dispatch.py) go out now, not at the next sweep, which Operations may have turned off."""
+    dispatch.run_messages.flush()

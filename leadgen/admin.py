@@ -1,12 +1,16 @@
 from django.contrib import admin, messages
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from import_export import resources
 from import_export.admin import ExportMixin
-from import_export.formats.base_formats import CSV
 
+from chat import selectors as chat_selectors
+from config.exports import SafeCSV
+from config.pagination import CappedCountPaginator
 from leadgen import selectors, services
 from leadgen.models import Lead
+from stores.scoping import StoreListFilter, StoreScopedAdminMixin
 
 
 class LeadResource(resources.ModelResource):
@@ -21,17 +25,21 @@ class LeadResource(resources.ModelResource):
 
 
 @admin.register(Lead)
-class LeadAdmin(ExportMixin, admin.ModelAdmin):
+class LeadAdmin(StoreScopedAdminMixin, ExportMixin, admin.ModelAdmin):
     resource_classes = [LeadResource]
-    export_formats = [CSV]
+    export_formats = [SafeCSV]
     list_display = (
         "id", "created_at", "full_name", "email", "company", "service_type", "status", "category",
         "pipedrive_state",
     )  # fmt: skip
-    list_filter = ("status", "category", "service_type", "pipedrive_state", "channel", "created_at")
+    list_filter = (
+        "status", "category", "service_type", "pipedrive_state", "channel", ("store", StoreListFilter), "created_at",
+    )  # fmt: skip
     search_fields = ("email", "first_name", "last_name", "company")
     date_hierarchy = "created_at"
+    ordering = ("-created_at", "-pk")
     list_per_page = 100
+    paginator = CappedCountPaginator
     show_full_result_count = False
     actions = ["reclassify", "resync_pipedrive"]
     fieldsets = (
@@ -39,13 +47,15 @@ class LeadAdmin(ExportMixin, admin.ModelAdmin):
         ("Request", {"fields": ("channel", "service_type", "message", "steps", "source_page", "utm", "client_ip")}),
         ("Classification", {"fields": ("status", "category", "confidence", "classified_by", "reasoning")}),
         ("Pipedrive", {"fields": ("pipedrive_state", "pipedrive_person_id", "pipedrive_org_id", "pipedrive_lead_id")}),
-        ("Prototype", {"fields": ("preview_url",)}),
+        ("Prototype", {"fields": ("preview_url", "prototype_summary")}),
+        ("Sales chat", {"fields": ("chat_conversation",)}),
         ("Jobs", {"fields": ("jobs_table",)}),
         ("Record", {"fields": ("created_at", "updated_at")}),
     )
     readonly_fields = (
         "channel", "client_ip", "category", "confidence", "classified_by", "reasoning", "pipedrive_state",
-        "pipedrive_person_id", "pipedrive_org_id", "pipedrive_lead_id", "jobs_table", "created_at", "updated_at",
+        "pipedrive_person_id", "pipedrive_org_id", "pipedrive_lead_id", "jobs_table", "chat_conversation", "created_at",
+        "updated_at", "prototype_summary",
     )  # fmt: skip
 
     def has_delete_permission(self, request, obj=None):
@@ -56,7 +66,23 @@ class LeadAdmin(ExportMixin, admin.ModelAdmin):
 
     @admin.display(description="name", ordering="last_name")
     def full_name(self, obj):
-        return f"{obj.first_name} {obj.last_name}".strip()
+        return obj.full_name
+
+    @admin.display(description="AI prototype")
+    def prototype_summary(self, obj):
+        prototype = selectors.lead_prototype(lead=obj)
+        if prototype is None:
+            return "none"
+        return format_html(
+            '<a href="{}">{}</a>', reverse("admin:prototypes_prototype_change", args=[prototype.pk]),
+            prototype.get_state_display(),
+        )  # fmt: skip
+
+    @admin.display(description="conversation")
+    def chat_conversation(self, obj):
+        return render_to_string(
+            "chat/admin/lead_conversation.html", {"sessions": chat_selectors.chat_sessions_of_lead(lead_id=obj.pk)}
+        )
 
     @admin.display(description="jobs this lead set off")
     def jobs_table(self, obj):

@@ -1,15 +1,18 @@
-import hmac
-import ipaddress
+import re
 
 from django.conf import settings
+from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
-from python_ipware import IpWare
-from rest_framework.exceptions import APIException, ValidationError
+from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from chat import selectors as chat_selectors
+from chat import services as chat_services
 from config.api import PayloadTooLarge, error_body
+from config.client_ip import reported_user_ip, visitor_ip
+from config.secrets import trusted_chat_client
 from config.throttling import ScopedRateThrottle
 from leadgen import selectors, services
 from leadgen.idempotency import (
@@ -27,6 +30,8 @@ from leadgen.serializers import (
     LeadLookupSerializer,
 )
 
+# A chat session id, or empty for none (how the header and the lookup's query parameter are read).
+OPTIONAL_SESSION_ID_PATTERN = "^(?:" + chat_services.SESSION_ID_PATTERN.strip("^$") + ")?$"
 CHAT_KEY_DESCRIPTION = "Key of the trusted sales-chat agent."
 CHAT_KEY_HEADER = OpenApiParameter(
     "X-Chat-Api-Key", OpenApiTypes.STR, OpenApiParameter.HEADER, description=CHAT_KEY_DESCRIPTION
@@ -34,45 +39,33 @@ CHAT_KEY_HEADER = OpenApiParameter(
 ERROR = OpenApiResponse(description='`{"error": {"code", "message", "fields"?}}`')
 
 
-class InvalidChatKey(APIException):
-    # Not DRF's AuthenticationFailed: without an authentication class it turns into a 403.
-    status_code = 401
-    default_detail = "Invalid or missing X-Chat-Api-Key."
-    default_code = "invalid_api_key"
+# As the schema states it: an IPv4 or IPv6 address as sent (no spaces, no zone), or empty for "unknown".
+USER_IP_SCHEMA = {"anyOf": [{"type": "string", "format": "ipv4"}, {"type": "string", "format": "ipv6"},
+                            {"type": "string", "maxLength": 0}]}  # fmt: skip
+USER_IP_HEADER = OpenApiParameter(
+    "X-User-IP", USER_IP_SCHEMA, OpenApiParameter.HEADER, description="Chat agent only: the visitor's address."
+)
 
 
-def trusted_chat_client(request, *, required: bool) -> bool:
-    """Constant-time check of X-Chat-Api-Key. A wrong key is refused, never silently downgraded."""
-    supplied = request.headers.get("X-Chat-Api-Key")
-    if supplied is None and not required:
-        return False
-    expected = settings.CHAT_API_KEY
-    if not supplied or not expected or not hmac.compare_digest(supplied.encode(), expected.encode()):
-        raise InvalidChatKey()
-    return True
-
-
-def reported_user_ip(request) -> str | None:
-    """X-User-IP as the trusted chat agent sends it: the visitor's address, validated."""
-    reported = request.headers.get("X-User-IP", "").strip()
-    if not reported:
+def prototype_state(lead) -> dict | None:
+    """The new lead's prototype; a lead that gets none costs no query."""
+    prototype = selectors.lead_prototype(lead=lead) if selectors.lead_gets_prototype(lead=lead) else None
+    if prototype is None:
         return None
-    try:
-        return str(ipaddress.ip_address(reported))
-    except ValueError as exc:
-        raise ValidationError({"X-User-IP": ["Enter a valid IPv4 or IPv6 address."]}) from exc
+    prototype.refresh_from_db()  # the trusted chat path started it within this request
+    return {
+        "state": prototype.state,
+        "progressUrl": reverse("prototype-page", args=[lead.public_id]),
+        "error": prototype.last_error or None if prototype.state == "failed" else None,
+    }
 
 
-def client_ip(request, *, trusted_chat: bool) -> str | None:
-    """The visitor's IP: as the trusted chat agent reports it, else as seen through our proxies."""
-    if trusted_chat and (reported := reported_user_ip(request)):
-        return reported
-    if settings.TRUSTED_PROXY_COUNT:
-        ip, _ = IpWare(precedence=("X_FORWARDED_FOR",), proxy_count=settings.TRUSTED_PROXY_COUNT).get_client_ip(
-            request.META
-        )
-        return str(ip) if ip else None
-    return request.META.get("REMOTE_ADDR")
+def chat_session_header(request) -> str:
+    """X-Chat-Session-Id as the trusted chat agent sends it, validated like the body's sessionId."""
+    session_id = request.headers.get("X-Chat-Session-Id", "")  # as the schema states it: no padding
+    if session_id and not re.fullmatch(chat_services.SESSION_ID_PATTERN, session_id):
+        raise ValidationError({"X-Chat-Session-Id": ["Enter a valid chat session id."]})
+    return session_id
 
 
 def pipedrive_state(lead) -> dict:
@@ -89,8 +82,14 @@ class LeadCreateView(APIView):
         request=LeadInputSerializer,
         parameters=[
             CHAT_KEY_HEADER,
-            OpenApiParameter("X-User-IP", OpenApiTypes.STR, OpenApiParameter.HEADER, description="Chat agent only."),
+            USER_IP_HEADER,
             OpenApiParameter("Idempotency-Key", OpenApiTypes.STR, OpenApiParameter.HEADER),
+            OpenApiParameter(
+                "X-Chat-Session-Id",
+                {"type": "string", "pattern": OPTIONAL_SESSION_ID_PATTERN},
+                OpenApiParameter.HEADER,
+                description="Chat agent only.",
+            ),
         ],
         responses={
             200: LeadCreatedSerializer,
@@ -100,6 +99,7 @@ class LeadCreateView(APIView):
             413: ERROR,
             422: ERROR,
             429: ERROR,
+            503: ERROR,
         },
         description="Submit the lead form. Spam and vendor pitches are answered like leads but go no further.",
     )
@@ -132,17 +132,25 @@ class LeadCreateView(APIView):
         serializer.is_valid(raise_exception=True)
         fields = dict(serializer.validated_data)
         recaptcha_token = fields.pop("recaptchaToken", "")
+        header_session_id = chat_session_header(request)  # checked even when the body names the session
+        chat_session_id = fields.pop("sessionId", "") or header_session_id
         try:
             lead = services.lead_intake(
                 fields=fields,
-                client_ip=client_ip(request, trusted_chat=trusted),
+                client_ip=visitor_ip(request, trusted_chat=trusted),
                 trusted_chat=trusted,
                 recaptcha_token=recaptcha_token,
+                chat_session_id=chat_session_id if trusted else "",
             )
         except services.IntakeRefused as refused:
             headers = {"Retry-After": str(refused.retry_after)} if refused.retry_after else {}
             return Response(error_body(refused.code, refused.message), status=refused.status, headers=headers)
-        body = {"leadId": lead.pk, "previewUrl": lead.preview_url or None, "pipedrive": pipedrive_state(lead)}
+        body = {
+            "leadId": lead.public_id,
+            "previewUrl": lead.preview_url or None,
+            "pipedrive": pipedrive_state(lead),
+            "prototype": prototype_state(lead),
+        }
         return Response(LeadCreatedSerializer(body).data)
 
 
@@ -160,20 +168,27 @@ class LeadLookupView(APIView):
                 required=True,
                 description=CHAT_KEY_DESCRIPTION,
             ),
-            OpenApiParameter("X-User-IP", OpenApiTypes.STR, OpenApiParameter.HEADER),
+            USER_IP_HEADER,
             OpenApiParameter("email", OpenApiTypes.EMAIL, required=True),
-            OpenApiParameter("sessionId", OpenApiTypes.STR, description="Chat session, to find the visitor's IP."),
+            OpenApiParameter(
+                "sessionId",
+                {"type": "string", "pattern": OPTIONAL_SESSION_ID_PATTERN},
+                description="Chat session, to find the visitor's IP; empty means none.",
+            ),
         ],
         responses={200: LeadLookupSerializer, 400: ERROR, 401: ERROR, 429: ERROR},
         description="For the trusted chat agent: the visitor's latest lead and prototype rate-limit state.",
     )
     def get(self, request):
         trusted_chat_client(request, required=True)
+        repeated = sorted(name for name in request.query_params if len(request.query_params.getlist(name)) > 1)
+        if repeated:  # the schema takes each parameter once; silently using the last one would hide a mistake
+            raise ValidationError({name: ["Give this parameter once."] for name in repeated})
         query = LeadLookupInputSerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         email = query.validated_data["email"]
         ip = reported_user_ip(request) or (
-            selectors.chat_session_ip(session_id=query.validated_data["sessionId"])
+            chat_selectors.chat_session_client_ip(session_id=query.validated_data["sessionId"])
             if "sessionId" in query.validated_data
             else None
         )
@@ -182,7 +197,7 @@ class LeadLookupView(APIView):
         body = {
             "found": lead is not None,
             "lead": {
-                "leadId": lead.pk,
+                "leadId": lead.public_id,
                 "status": lead.status,
                 "serviceType": lead.service_type,
                 "createdAt": lead.created_at,

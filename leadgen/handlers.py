@@ -1,7 +1,14 @@
 """Job handlers of web-form leads: Pipedrive, confirmation and decline emails, the sales alert.
 
 Each one loads the lead, is safe to run again (the job may be retried after a
-partial success) and leaves retry decisions to the job layer.
+partial success, or after a call that succeeded upstream but whose answer was
+lost) and leaves retry decisions to the job layer. Before creating anything
+again, a retry finds what an earlier attempt created: Pipedrive ids are saved
+step by step and the lead and note are looked up by our marker; the ClickUp
+task id is saved and, on a retry, the task is looked up by the lead's admin
+link; an email carries a Message-ID derived from its job key, its send is
+recorded the moment it returns, and a retry asks Mailgun whether it accepted
+that Message-ID already.
 """
 
 from urllib.parse import quote
@@ -13,11 +20,13 @@ from django.core.mail import EmailMultiAlternatives
 from django.db import transaction
 from django.template.loader import render_to_string
 from django.urls import reverse
+from django.utils import timezone
 
 import jobs
 from integrations import clickup, pipedrive
-from integrations.mail import send_message
+from integrations.mail import send_message_once
 from jobs import PermanentError, SkipJob, TransientError
+from leadgen import services
 from leadgen.models import Lead
 from leadgen.routing import route_for
 
@@ -25,6 +34,8 @@ logger = structlog.get_logger(__name__)
 
 SMART_BCC_CACHE_KEY = "pipedrive:smart_bcc"
 SMART_BCC_CACHE_SECONDS = 24 * 3600
+ALERT_TAG = "lead-alert"
+CLOCK_SKEW_MS = 10_000  # between our clock and ClickUp's
 
 
 def _lead(job) -> Lead:
@@ -47,17 +58,22 @@ def pipedrive_sync(job):
         Lead.objects.filter(pk=lead.pk).update(pipedrive_state=Lead.PipedriveState.SKIPPED)
         raise SkipJob("not configured: PIPEDRIVE_API_TOKEN is empty")
     try:
-        _pipedrive_deliver(client, lead)
+        _pipedrive_deliver(client, lead, retry=job.attempts > 1)
     except (TransientError, PermanentError) as exc:
         if isinstance(exc, PermanentError) or job.attempts >= job.max_attempts:
             Lead.objects.filter(pk=lead.pk).update(pipedrive_state=Lead.PipedriveState.FAILED)
         raise
 
 
-def _pipedrive_deliver(client, lead: Lead) -> None:
+def pipedrive_origin_id(lead: Lead) -> str:
+    """Our lead's mark on its Pipedrive lead (the lead's `origin_id`) and note."""
+    return f"leadgen-lead-{lead.pk}"
+
+
+def _pipedrive_deliver(client, lead: Lead, *, retry: bool) -> None:
     if lead.pipedrive_lead_id:
         return  # created by an earlier attempt whose note job is already queued
-    name = f"{lead.first_name} {lead.last_name}".strip() or lead.email
+    name = lead.full_name or lead.email
     org_id = lead.pipedrive_org_id
     if org_id is None and lead.company:
         org_id = client.find_or_create_organization(name=lead.company)
@@ -67,7 +83,12 @@ def _pipedrive_deliver(client, lead: Lead) -> None:
     )
     Lead.objects.filter(pk=lead.pk).update(pipedrive_person_id=person_id)
     route = route_for(lead.service_type)
-    created = client.create_lead(title=f"{route.label}: {name}", person_id=person_id, organization_id=org_id)
+    origin_id = pipedrive_origin_id(lead)
+    created = (
+        retry and client.find_lead(origin_id=origin_id, person_id=person_id, organization_id=org_id)
+    ) or client.create_lead(
+        title=f"{route.label}: {name}", origin_id=origin_id, person_id=person_id, organization_id=org_id
+    )
     with transaction.atomic():
         Lead.objects.filter(pk=lead.pk).update(
             pipedrive_lead_id=created.id,
@@ -83,9 +104,12 @@ def pipedrive_note(job):
     client = pipedrive.client_from_settings()
     if client is None:
         raise SkipJob("not configured: PIPEDRIVE_API_TOKEN is empty")
+    marker = pipedrive_origin_id(lead)
+    if job.attempts > 1 and client.find_note_on_lead(lead_id=lead.pipedrive_lead_id, marker=marker):
+        return  # an earlier attempt added it; its answer was lost
     content = render_to_string(
         f"leadgen/notes/{route_for(lead.service_type).note_template}.html",
-        {"lead": lead, "steps": _steps_for_display(lead)},
+        {"lead": lead, "steps": _steps_for_display(lead), "reference": marker},
     )
     client.add_note_to_lead(lead_id=lead.pipedrive_lead_id, content=content)
 
@@ -104,26 +128,39 @@ def _smart_bcc(lead: Lead) -> list[str]:
     return [address]
 
 
-def _send_lead_email(lead: Lead, *, template: str, subject: str, bcc: list[str]) -> None:
+def _send_lead_email(job, lead: Lead, *, template: str, subject: str, bcc: list[str]) -> None:
     context = {"lead": lead, "site_url": settings.SITE_URL}
     message = EmailMultiAlternatives(
         subject=subject, body=render_to_string(f"emails/{template}.txt", context), to=[lead.email], bcc=bcc
     )
     message.attach_alternative(render_to_string(f"emails/{template}.html", context), "text/html")
-    send_message(message)
+    send_message_once(job, message)
 
 
 @jobs.handler("leadgen.confirmation_email")
 def confirmation_email(job):
     lead = _lead(job)
     route = route_for(lead.service_type)
-    _send_lead_email(lead, template=route.email_template, subject=route.email_subject, bcc=_smart_bcc(lead))
+    _send_lead_email(job, lead, template=route.email_template, subject=route.email_subject, bcc=_smart_bcc(lead))
 
 
 @jobs.handler("leadgen.vendor_decline_email")
 def vendor_decline_email(job):
     # Not copied to Pipedrive: vendors are not contacts of ours.
-    _send_lead_email(_lead(job), template="vendor_decline", subject="Thank you for reaching out", bcc=[])
+    _send_lead_email(job, _lead(job), template="vendor_decline", subject="Thank you for reaching out", bcc=[])
+
+
+def _alert_created_earlier(client, lead: Lead, admin_url: str):
+    """The task the last create call made, if it did: a create whose answer was lost is looked for among
+    the tasks created from a little before it started until its longest possible wait was over."""
+    started_ms = int(lead.clickup_create_started_at.timestamp() * 1000)
+    longest_wait_ms = int((settings.HTTP_CONNECT_TIMEOUT + settings.HTTP_READ_TIMEOUT) * 1000) + CLOCK_SKEW_MS
+    return client.find_task(
+        marker=admin_url,
+        tag=ALERT_TAG,
+        created_after_ms=started_ms - CLOCK_SKEW_MS,
+        created_before_ms=started_ms + longest_wait_ms,
+    )
 
 
 def whatsapp_url(phone: str) -> str:
@@ -138,16 +175,40 @@ def lead_alert(job):
     client = clickup.client_from_settings()
     if client is None:
         raise SkipJob("not configured: CLICKUP_API_TOKEN / CLICKUP_LIST_ID are empty")
+    if lead.clickup_task_id:
+        return  # created by an earlier attempt whose finish was not recorded
     route = route_for(lead.service_type)
-    body = render_to_string(
-        "leadgen/alerts/lead_alert.md",
-        {
-            "lead": lead,
-            "route": route,
-            "whatsapp_url": whatsapp_url(lead.phone),
-            "admin_url": settings.SITE_URL.rstrip("/") + reverse("admin:leadgen_lead_change", args=[lead.pk]),
-        },
-    )
-    name = f"{route.alert_heading}: {lead.first_name} {lead.last_name}".strip()
-    task = client.create_task(name=name, markdown_content=body, priority=clickup.Priority.URGENT, tags=("lead-alert",))
+    admin_url = settings.SITE_URL.rstrip("/") + reverse("admin:leadgen_lead_change", args=[lead.pk])
+    task = job.attempts > 1 and lead.clickup_create_started_at and _alert_created_earlier(client, lead, admin_url)
+    if not task:
+        body = render_to_string(
+            "leadgen/alerts/lead_alert.md",
+            {
+                "lead": lead,
+                "visitor": {  # what the visitor typed, escaped for Markdown
+                    field: clickup.markdown_text(getattr(lead, field))
+                    for field in ("first_name", "last_name", "company", "source_page", "email", "phone")
+                },
+                "message_block": clickup.markdown_block(lead.message[:1500]) if lead.message else "",
+                "route": route,
+                "whatsapp_url": whatsapp_url(lead.phone),
+                "admin_url": admin_url,
+            },
+        )
+        name = f"{route.alert_heading}: {lead.full_name}".strip()
+        # Saved first: a retry looks for the task only around the time of the last create call.
+        Lead.objects.filter(pk=lead.pk).update(clickup_create_started_at=timezone.now())
+        task = client.create_task(name=name, markdown_content=body, priority=clickup.Priority.URGENT, tags=(ALERT_TAG,))
+    Lead.objects.filter(pk=lead.pk).update(clickup_task_id=task.id)
     logger.info("lead_alert_sent", lead_id=lead.pk, task_id=task.id)
+
+
+@jobs.handler("leadgen.prototype_settle")
+def prototype_settle(job):
+    """The lead's prototype ended: completed consumes both buckets' quota once (keyed by the prototype,
+    however often this runs), anything else only drops the hold."""
+    lead = _lead(job)
+    counted = services.lead_prototype_settle(
+        lead=lead, completed=job.payload["completed"], once_key=f"prototype:{job.payload['prototype_id']}"
+    )
+    logger.info("prototype_quota_settled", lead_id=lead.pk, completed=job.payload["completed"], counted=counted)

@@ -1,3 +1,5 @@
+import uuid
+
 from django.db import models
 
 
@@ -5,7 +7,7 @@ class Lead(models.Model):
     """An inbound lead from any channel (web form, lead-notification email…)."""
 
     class Channel(models.TextChoices):
-        WEB_FORM = "web_form", "web form"
+        WEB_FORM = "web_form", "Web form"
         EMAIL = "email"
 
     class Status(models.TextChoices):
@@ -15,10 +17,10 @@ class Lead(models.Model):
 
     class ServiceType(models.TextChoices):
         DIAGNOSTIC = "diagnostic"
-        STRATEGIC_ADVICE = "strategic_advice", "strategic advice"
-        DEDICATED_TEAM = "dedicated_team", "dedicated team"
-        TECHNOLOGY_STRATEGY = "technology_strategy", "technology strategy"
-        PROCESS_AUTOMATION = "process_automation", "process automation"
+        STRATEGIC_ADVICE = "strategic_advice", "Strategic advice"
+        DEDICATED_TEAM = "dedicated_team", "Dedicated team"
+        TECHNOLOGY_STRATEGY = "technology_strategy", "Technology strategy"
+        PROCESS_AUTOMATION = "process_automation", "Process automation"
 
     class Classifier(models.TextChoices):
         LLM = "llm"
@@ -26,7 +28,7 @@ class Lead(models.Model):
         STAFF = "staff"
 
     class PipedriveState(models.TextChoices):
-        NOT_SENT = "not_sent", "not sent"
+        NOT_SENT = "not_sent", "Not sent"
         PENDING = "pending"
         SYNCED = "synced"
         FAILED = "failed"
@@ -36,6 +38,9 @@ class Lead(models.Model):
         PARSED = "parsed"
         FAILED = "failed"
 
+    public_id = models.UUIDField(
+        default=uuid.uuid4, unique=True, editable=False, help_text="The lead's id in public URLs and API answers."
+    )
     channel = models.CharField(max_length=16, choices=Channel.choices, default=Channel.WEB_FORM)
     first_name = models.CharField(max_length=100, blank=True)
     last_name = models.CharField(max_length=100, blank=True)
@@ -48,7 +53,7 @@ class Lead(models.Model):
     source_page = models.URLField(max_length=500, blank=True)
     utm = models.JSONField(default=dict, blank=True)
     client_ip = models.GenericIPAddressField(null=True, blank=True)
-    store = models.ForeignKey("tracking.Store", null=True, blank=True, on_delete=models.PROTECT)
+    store = models.ForeignKey("stores.Store", null=True, blank=True, on_delete=models.PROTECT)
 
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.LEAD)
     category = models.CharField(max_length=10, choices=Status.choices, blank=True)
@@ -60,6 +65,12 @@ class Lead(models.Model):
     pipedrive_person_id = models.PositiveBigIntegerField(null=True, blank=True)
     pipedrive_org_id = models.PositiveBigIntegerField(null=True, blank=True)
     pipedrive_lead_id = models.CharField(max_length=64, blank=True)
+    clickup_task_id = models.CharField(
+        max_length=64, blank=True, help_text="The sales alert's ClickUp task, once created: it is not created again."
+    )
+    clickup_create_started_at = models.DateTimeField(
+        null=True, blank=True, help_text="When the sales alert's last create call started (a retry looks around it)."
+    )
     pipedrive_cc_email = models.EmailField(
         blank=True, help_text="The lead's Smart BCC address: our emails copied there are logged on it."
     )
@@ -102,8 +113,12 @@ class Lead(models.Model):
         ordering = ["-created_at"]
 
     def __str__(self):
-        name = f"{self.first_name} {self.last_name}".strip()
-        return f"{name or 'Lead'} ({self.get_channel_display()}, #{self.pk})"
+        return f"{self.full_name or 'Lead'} ({self.get_channel_display()}, #{self.pk})"
+
+    @property
+    def full_name(self) -> str:
+        """First and last name as given; empty when neither is known."""
+        return f"{self.first_name} {self.last_name}".strip()
 
     def job_key(self, kind: str) -> str:
         """The idempotency key of this lead's job of `kind`: one such job per lead and kind."""

@@ -2,9 +2,12 @@
 
 Each bucket has an in-progress hold (a prototype is being generated: parallel
 requests are refused) and a count of completed prototypes per window. A hold
-is taken at intake; a completed prototype consumes quota and drops the hold; a
-failed one only drops the hold. State lives in the shared cache; `cache.add`
-makes taking a hold atomic across processes.
+is taken at intake and lives as long as its prototype: every check of the
+prototype renews it (`prototype_buckets_extend`), a completed prototype
+consumes quota and drops it, a failed or cancelled one only drops it. Its
+expiry (LEADS_PROTOTYPE_HOLD_SECONDS after the last renewal) only frees a
+visitor whose prototype nobody checks any more. State lives in the shared
+cache; `cache.add` makes taking a hold atomic across processes.
 """
 
 import hashlib
@@ -82,14 +85,32 @@ def prototype_buckets_hold(*, email: str | None, ip: str | None) -> BucketRefusa
     return None
 
 
+def prototype_buckets_extend(*, email: str | None, ip: str | None) -> None:
+    """The prototype is still being worked on: its hold lasts another LEADS_PROTOTYPE_HOLD_SECONDS."""
+    hold_seconds = settings.LEADS_PROTOTYPE_HOLD_SECONDS
+    for bucket, value in _identifiers(email=email, ip=ip):
+        key = _bucket_key(bucket, value, "hold")
+        # set, not touch: the value is the hold's end, which the lookup reports as retryAfter.
+        if cache.get(key) is not None:
+            cache.set(key, time.time() + hold_seconds, hold_seconds)
+
+
 def prototype_buckets_release(*, email: str | None, ip: str | None) -> None:
     """A prototype failed or never started: drop the hold, keep the quota."""
     cache.delete_many([_bucket_key(bucket, value, "hold") for bucket, value in _identifiers(email=email, ip=ip)])
 
 
-def prototype_buckets_consume(*, email: str | None, ip: str | None) -> None:
-    """A prototype completed: count it against both buckets' quota and drop the hold."""
+def prototype_buckets_consume(*, email: str | None, ip: str | None, once_key: str | None = None) -> bool:
+    """A prototype completed: count it against both buckets' quota and drop the hold.
+
+    With `once_key` (the prototype's), a second call with the same key counts
+    nothing: concurrent checks and retried jobs consume the quota once.
+    Returns whether this call counted.
+    """
     window = settings.LEADS_PROTOTYPE_WINDOW_SECONDS
+    if once_key is not None and not cache.add(f"leads:prototype:consumed:{once_key}", 1, window):
+        prototype_buckets_release(email=email, ip=ip)
+        return False
     for bucket, value in _identifiers(email=email, ip=ip):
         count_key = _bucket_key(bucket, value, "count")
         if cache.add(count_key, 1, window):
@@ -101,3 +122,4 @@ def prototype_buckets_consume(*, email: str | None, ip: str | None) -> None:
                 cache.add(count_key, 1, window)
                 cache.set(_bucket_key(bucket, value, "window_ends"), time.time() + window, window)
     prototype_buckets_release(email=email, ip=ip)
+    return True

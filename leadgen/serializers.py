@@ -2,8 +2,12 @@
 
 import phonenumbers
 from django.conf import settings
+from django.core.validators import RegexValidator
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from chat import services as chat_services
+from config.api import NOT_BLANK, BoundedEmailField, StrictCharField
 from leadgen.models import Lead
 
 MAX_STEPS = 30
@@ -13,35 +17,41 @@ MAX_STEP_CHOICES = 20
 UTM_KEYS = ("source", "medium", "campaign", "term", "content")
 
 
-class RawMaxLengthMixin:
-    """`max_length` as the OpenAPI schema states it: of the text as sent.
+@extend_schema_field(
+    {
+        "type": "string",
+        "format": "phone",
+        "description": "A phone number valid in its numbering plan (at most 32 characters; without a +country "
+        "it is read in the site's region), or empty.",
+    }
+)
+class PhoneField(StrictCharField):
+    """A phone number valid in its numbering plan (read in LEADS_PHONE_REGION without a +country), or "".
 
-    DRF trims whitespace before it checks the length, so a value over the
-    schema's maxLength was accepted when it began or ended with spaces
-    (schemathesis found it).
+    The schema names it format `phone`, which says all of that: no pattern or length can say which numbers a
+    numbering plan assigns, and a length would only tell fuzzers to try numbers of that length.
+    Hence no max_length or pattern on the field itself (drf-spectacular would add them to the schema):
+    the length is checked here, and a NUL is never part of a valid number.
     """
 
+    MAX_LENGTH = 32
+
+    def __init__(self, **kwargs):
+        serializers.CharField.__init__(self, **kwargs)
+
     def to_internal_value(self, data):
-        if isinstance(data, str) and self.max_length is not None and len(data) > self.max_length:
-            self.fail("max_length", max_length=self.max_length)
+        if isinstance(data, str) and len(data) > self.MAX_LENGTH:
+            raise serializers.ValidationError("Enter a valid phone number.")
         return super().to_internal_value(data)
 
 
-class StrictCharField(RawMaxLengthMixin, serializers.CharField):
-    """DRF turns numbers and booleans into text; a form sends text, so anything else is refused."""
-
-    def to_internal_value(self, data):
-        if not isinstance(data, str):
-            self.fail("invalid")
-        return super().to_internal_value(data)
-
-
-class BoundedEmailField(RawMaxLengthMixin, serializers.EmailField):
-    pass
-
-
-class BoundedURLField(RawMaxLengthMixin, serializers.URLField):
-    pass
+# The page the form was sent from: an http(s) URL, checked by this pattern alone so that the schema (which
+# states it) and the check agree; Django's URLValidator also refused hosts the schema's `uri` format allows.
+# No control characters or spaces after the host, spelled out: `\s` means other characters in Python
+# than in the JSON Schema (ECMA) regex the schema states, and the two must refuse the same values.
+SOURCE_PAGE = RegexValidator(
+    r"^https?://[A-Za-z0-9.-]{1,253}(?::[0-9]{1,5})?(?:[/?#][^\x00-\x20\x7f]*)?$", message="Enter a valid http(s) URL."
+)
 
 
 class UtmSerializer(serializers.Serializer):
@@ -52,6 +62,29 @@ class UtmSerializer(serializers.Serializer):
     content = StrictCharField(max_length=200, required=False, allow_blank=True)
 
 
+NO_NUL_PATTERN = "^[^\\u0000]*$"
+STEP_VALUE_SCHEMA = {
+    "anyOf": [
+        {"type": "string", "maxLength": MAX_STEP_TEXT, "pattern": NO_NUL_PATTERN},
+        {"type": "number"},
+        {"type": "boolean"},
+        {
+            "type": "array",
+            "maxItems": MAX_STEP_CHOICES,
+            "items": {"type": "string", "maxLength": 200, "pattern": NO_NUL_PATTERN},
+        },
+    ],
+}
+
+
+@extend_schema_field(
+    {
+        "type": "object",
+        "maxProperties": MAX_STEPS,
+        "propertyNames": {"maxLength": MAX_STEP_KEY, "pattern": NO_NUL_PATTERN},
+        "additionalProperties": STEP_VALUE_SCHEMA,
+    }
+)
 class StepsField(serializers.DictField):
     """The form's step answers: a small map of question → text or list of choices."""
 
@@ -62,8 +95,12 @@ class StepsField(serializers.DictField):
         for key, value in steps.items():
             if len(key) > MAX_STEP_KEY:
                 raise serializers.ValidationError(f"Step names are at most {MAX_STEP_KEY} characters.")
-            if isinstance(value, str | int | float | bool) or value is None:
-                if len(str(value)) > MAX_STEP_TEXT:
+            # PostgreSQL's JSON text cannot hold NUL: refused here, as every text field refuses it.
+            texts = [key, *(value if isinstance(value, list) else [value])]
+            if any(isinstance(text, str) and "\x00" in text for text in texts):
+                raise serializers.ValidationError("Null characters are not allowed.")
+            if isinstance(value, str | int | float | bool):
+                if isinstance(value, str) and len(value) > MAX_STEP_TEXT:
                     raise serializers.ValidationError(f"Step {key!r}: at most {MAX_STEP_TEXT} characters.")
             elif isinstance(value, list):
                 if len(value) > MAX_STEP_CHOICES or not all(isinstance(v, str) and len(v) <= 200 for v in value):
@@ -75,26 +112,39 @@ class StepsField(serializers.DictField):
         return steps
 
 
+# The chat session id's pattern anchored with \Z, as Python's `$` also matches before a final newline.
+SESSION_ID_REGEX = chat_services.SESSION_ID_PATTERN.removesuffix("$") + r"\Z"
+
+
 class LeadInputSerializer(serializers.Serializer):
-    firstName = StrictCharField(source="first_name", min_length=1, max_length=100)
+    firstName = StrictCharField(source="first_name", min_length=1, max_length=100, validators=[NOT_BLANK])
     lastName = StrictCharField(source="last_name", max_length=100, required=False, allow_blank=True)
     email = BoundedEmailField(max_length=254)
-    phone = StrictCharField(max_length=32, required=False, allow_blank=True)
+    phone = PhoneField(required=False, allow_blank=True)
     company = StrictCharField(max_length=200, required=False, allow_blank=True)
     message = StrictCharField(max_length=5000, required=False, allow_blank=True)
     serviceType = serializers.ChoiceField(
         source="service_type", choices=Lead.ServiceType.choices, required=False, allow_blank=True
     )
-    sourcePage = BoundedURLField(source="source_page", max_length=500, required=False, allow_blank=True)
+    sourcePage = StrictCharField(
+        source="source_page", max_length=500, required=False, allow_blank=True, validators=[SOURCE_PAGE]
+    )
     utm = UtmSerializer(required=False)
     steps = StepsField(required=False, child=serializers.JSONField())
     recaptchaToken = StrictCharField(max_length=4000, required=False, allow_blank=True, write_only=True)
+    sessionId = serializers.RegexField(
+        SESSION_ID_REGEX,
+        required=False,
+        trim_whitespace=False,
+        write_only=True,
+        help_text="Chat key only: the chat session the lead came from (or the X-Chat-Session-Id header).",
+    )
 
     def validate_phone(self, value):
         if not value.strip():
             return ""
         try:
-            number = phonenumbers.parse(value, settings.LEADS_PHONE_REGION)
+            number = phonenumbers.parse(value, settings.PHONE_DEFAULT_REGION)
         except phonenumbers.NumberParseException as exc:
             raise serializers.ValidationError("Enter a valid phone number.") from exc
         if not phonenumbers.is_valid_number(number):
@@ -110,10 +160,17 @@ class PipedriveStateSerializer(serializers.Serializer):
     leadId = serializers.CharField(allow_null=True)
 
 
+class PrototypeStateSerializer(serializers.Serializer):
+    state = serializers.CharField()
+    progressUrl = serializers.CharField(help_text="The visitor's progress page.")
+    error = serializers.CharField(allow_null=True, help_text="Why it failed, when it did.")
+
+
 class LeadCreatedSerializer(serializers.Serializer):
-    leadId = serializers.IntegerField()
+    leadId = serializers.UUIDField()
     previewUrl = serializers.URLField(allow_null=True)
     pipedrive = PipedriveStateSerializer()
+    prototype = PrototypeStateSerializer(allow_null=True, help_text="For prototype-eligible leads.")
 
 
 class BucketStateSerializer(serializers.Serializer):
@@ -129,7 +186,7 @@ class RateLimitStateSerializer(serializers.Serializer):
 
 
 class LeadSummarySerializer(serializers.Serializer):
-    leadId = serializers.IntegerField()
+    leadId = serializers.UUIDField()
     status = serializers.CharField()
     serviceType = serializers.CharField()
     createdAt = serializers.DateTimeField()
@@ -139,7 +196,8 @@ class LeadSummarySerializer(serializers.Serializer):
 
 class LeadLookupInputSerializer(serializers.Serializer):
     email = BoundedEmailField(max_length=254)
-    sessionId = serializers.CharField(max_length=128, required=False)
+    # An empty value means no session, as DRF reads a blank optional query parameter as absent; the schema says so.
+    sessionId = serializers.RegexField(SESSION_ID_REGEX, required=False, trim_whitespace=False)
 
 
 class LeadLookupSerializer(serializers.Serializer):

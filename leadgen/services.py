@@ -1,4 +1,5 @@
-"""Writes for inbound leads: intake of the web form, classification, fan-out of side effects."""
+"""Writes for inbound leads: intake of the web form, classification, fan-out of side effects, and the
+upsert of leads captured from notification emails (the poller in tracking/ parses, this writes)."""
 
 from dataclasses import dataclass
 from datetime import timedelta
@@ -9,11 +10,17 @@ from django.db import transaction
 from django.utils import timezone
 
 import jobs
+from chat import services as chat_services
+from config.db import insert_on_conflict
 from integrations import llm, recaptcha
-from jobs.models import Job
-from jobs.services import jobs_replay
+from leadgen import selectors
 from leadgen.models import Lead
-from leadgen.ratelimit import prototype_buckets_hold, prototype_buckets_release
+from leadgen.ratelimit import (
+    prototype_buckets_consume,
+    prototype_buckets_extend,
+    prototype_buckets_hold,
+    prototype_buckets_release,
+)
 from leadgen.routing import is_prototype_eligible
 from leadgen.rules import Classification, classify_by_rules
 
@@ -52,8 +59,13 @@ def status_for(category: str) -> str:
     return Lead.Status.LEAD
 
 
-def lead_intake(*, fields: dict, client_ip: str | None, trusted_chat: bool, recaptcha_token: str) -> Lead:
-    """Qualify a web-form submission and save it with its side effects queued, or refuse it."""
+def lead_intake(
+    *, fields: dict, client_ip: str | None, trusted_chat: bool, recaptcha_token: str, chat_session_id: str = ""
+) -> Lead:
+    """Qualify a web-form submission and save it with its side effects queued, or refuse it.
+
+    `chat_session_id` (trusted chat only): the conversation that produced the lead, linked in the same transaction.
+    """
     if not trusted_chat and not settings.DEBUG:
         _recaptcha_check(recaptcha_token, client_ip=client_ip)
 
@@ -75,13 +87,20 @@ def lead_intake(*, fields: dict, client_ip: str | None, trusted_chat: bool, reca
             name=f"{fields.get('first_name', '')} {fields.get('last_name', '')}".strip(),
             service_type=fields.get("service_type", ""),
         )
-        lead = lead_create(fields=fields, client_ip=client_ip, classification=classification)
+        lead = lead_create(
+            fields=fields, client_ip=client_ip, classification=classification, chat_session_id=chat_session_id
+        )
     except BaseException:
         if holds_prototype:
             prototype_buckets_release(email=fields["email"], ip=client_ip)
         raise
     if holds_prototype and lead.status != Lead.Status.LEAD:
         prototype_buckets_release(email=fields["email"], ip=client_ip)
+    elif holds_prototype and trusted_chat:
+        # The agent must tell the visitor the truth: the V0 chat is created now, in this request.
+        from prototypes.services import prototype_start
+
+        prototype_start(lead=lead)
     logger.info("lead_received", lead_id=lead.pk, status=lead.status, classified_by=lead.classified_by)
     return lead
 
@@ -104,7 +123,9 @@ def _recaptcha_check(token: str, *, client_ip: str | None) -> None:
 
 
 @transaction.atomic
-def lead_create(*, fields: dict, client_ip: str | None, classification: Classification) -> Lead:
+def lead_create(
+    *, fields: dict, client_ip: str | None, classification: Classification, chat_session_id: str = ""
+) -> Lead:
     status = status_for(classification.category)
     lead = Lead.objects.create(
         channel=Lead.Channel.WEB_FORM,
@@ -118,8 +139,36 @@ def lead_create(*, fields: dict, client_ip: str | None, classification: Classifi
         classified_by=classification.classified_by,
         **fields,
     )
+    if chat_session_id:
+        chat_services.chat_session_link_lead(session_id=chat_session_id, lead_id=lead.pk)
     lead_fan_out(lead=lead)
+    if selectors.lead_gets_prototype(lead=lead):
+        from prototypes.services import prototype_open  # prototypes builds on leadgen, not the other way
+
+        prototype_open(lead=lead)
     return lead
+
+
+def lead_prototype_renew(*, lead: Lead) -> None:
+    """The lead's prototype is still being worked on: keep its rate-limit hold."""
+    prototype_buckets_extend(email=lead.email, ip=lead.client_ip)
+
+
+def lead_prototype_settle(*, lead: Lead, completed: bool, once_key: str) -> bool:
+    """The lead's prototype ended: completed consumes both buckets' quota (once per `once_key`),
+    anything else only drops the hold. Returns whether quota was counted by this call."""
+    if completed:
+        return prototype_buckets_consume(email=lead.email, ip=lead.client_ip, once_key=once_key)
+    prototype_buckets_release(email=lead.email, ip=lead.client_ip)
+    return False
+
+
+def leads_preview_set(*, previews: list[tuple[Lead, str]]) -> None:
+    """Each lead's prototype preview URL, in one statement however many leads."""
+    now = timezone.now()
+    for lead, url in previews:
+        lead.preview_url, lead.updated_at = url, now
+    Lead.objects.bulk_update([lead for lead, _ in previews], ["preview_url", "updated_at"])
 
 
 def lead_fan_out(*, lead: Lead) -> None:
@@ -159,7 +208,7 @@ def lead_reclassify(*, lead: Lead, dry_run: bool = False) -> tuple[str, str]:
         email=lead.email,
         message=lead.message,
         company=lead.company,
-        name=f"{lead.first_name} {lead.last_name}".strip(),
+        name=lead.full_name,
         service_type=lead.service_type,
     )
     old_status, new_status = lead.status, status_for(classification.category)
@@ -180,13 +229,80 @@ def lead_resync_pipedrive(*, lead: Lead, actor: str) -> bool:
     """Send a lead to Pipedrive again after a failure. True when this call queued something new."""
     if lead.status != Lead.Status.LEAD or lead.pipedrive_state == Lead.PipedriveState.SYNCED:
         return False
-    key = lead.job_key("leadgen.pipedrive_sync")
-    existing = Job.objects.filter(key=key).first()
-    if existing is None:
-        jobs.enqueue("leadgen.pipedrive_sync", {"lead_id": lead.pk}, key=key)
-    elif existing.status not in (Job.Status.DEAD, Job.Status.SKIPPED) or not jobs_replay(
-        job_ids=[existing.pk], actor=actor
-    ):
+    kind = "leadgen.pipedrive_sync"
+    if not jobs.replay_or_enqueue(kind, {"lead_id": lead.pk}, key=lead.job_key(kind), actor=actor):
         return False  # already on its way (or done)
     Lead.objects.filter(pk=lead.pk).update(pipedrive_state=Lead.PipedriveState.PENDING, updated_at=timezone.now())
     return True
+
+
+# --- leads captured from notification emails -------------------------------------------------
+
+# Refreshed on a second sighting of the same email lead; everything else stays as first captured.
+EMAIL_LEAD_REFRESHED = ("lead_type", "store", "franchise", "account_id", "synced_at", "updated_at")
+
+
+def email_lead_upsert(*, dedup_key: str, fields: dict, reparse_key: str | None = None) -> tuple[Lead, bool]:
+    """Write the lead an email describes, on its dedup key; returns (lead, complete). Runs in the caller's
+    transaction, so the caller can emit its events atomically with the write.
+
+    `fields` are Lead field values (texts are cut to their column: an email may carry any length of
+    text, and the row keeps what fits rather than failing), with `parse_error` empty when the email
+    was understood. Reprocessing the same message any number of times leaves one lead:
+    - a new key inserts;
+    - a lead kept earlier as a failed parse, now understood, is overwritten with everything;
+    - otherwise (a second sighting) the lead type and the store are refreshed. The store is
+      forward-only: a known store is never replaced, by null or by another store, because contacts
+      and tasks downstream are keyed on it; franchise and account follow it only while it is the same.
+    `reparse_key` names where a failed parse of this same message was kept (its key had no phone):
+    when no lead has `dedup_key` yet, that failed lead becomes this one.
+    """
+    fields = _email_lead_fields(fields)
+    with transaction.atomic():
+        lead = _email_lead_failed(reparse_key, dedup_key) if reparse_key and not fields["parse_error"] else None
+        if lead is not None:
+            _lead_overwrite(lead, {"dedup_key": dedup_key, **fields})
+        else:
+            lead = Lead(dedup_key=dedup_key, **fields)
+            inserted = insert_on_conflict(lead, on_conflict="ON CONFLICT (dedup_key) DO NOTHING", returning="id")
+            if inserted:
+                lead.pk, lead._state.adding = inserted[0], False
+            else:
+                lead = Lead.objects.select_for_update().get(dedup_key=dedup_key)
+                if lead.parse_state == Lead.ParseState.FAILED and not fields["parse_error"]:
+                    _lead_overwrite(lead, fields)
+                else:
+                    _email_lead_refresh(lead, fields)
+    return lead, lead.parse_state == Lead.ParseState.PARSED
+
+
+def _email_lead_fields(fields: dict) -> dict:
+    fields = {
+        name: value[: Lead._meta.get_field(name).max_length] if isinstance(value, str) else value
+        for name, value in fields.items()
+    }
+    fields["channel"] = Lead.Channel.EMAIL
+    fields["parse_state"] = Lead.ParseState.FAILED if fields["parse_error"] else Lead.ParseState.PARSED
+    return fields
+
+
+def _email_lead_refresh(lead: Lead, fields: dict) -> None:
+    if fields["lead_type"]:
+        lead.lead_type = fields["lead_type"]
+    store_id = fields.get("store_id")
+    if store_id is not None and lead.store_id in (None, store_id):
+        lead.store_id, lead.franchise, lead.account_id = store_id, fields["franchise"], fields["account_id"]
+    lead.synced_at = fields["synced_at"]
+    lead.save(update_fields=EMAIL_LEAD_REFRESHED)
+
+
+def _lead_overwrite(lead: Lead, fields: dict) -> None:
+    for name, value in fields.items():
+        setattr(lead, name, value)
+    lead.save()
+
+
+def _email_lead_failed(reparse_key: str, dedup_key: str) -> Lead | None:
+    if reparse_key == dedup_key or Lead.objects.filter(dedup_key=dedup_key).exists():
+        return None  # the insert below finds it
+    return Lead.objects.select_for_update().filter(dedup_key=reparse_key, parse_state=Lead.ParseState.FAILED).first()

@@ -20,9 +20,9 @@ import pytest
 # Django and the ORM are imported in the functions: a plugin may be loaded before django.setup().
 
 CHROMIUM = "/usr/bin/chromium"
-# As root Chromium needs --no-sandbox; the rest stop it stalling on calls to the internet
-# (STACK.md, trap 8). Playwright adds a fresh temporary --user-data-dir to every launch
-# and removes it on close; it refuses one passed in `args`.
+# As root Chromium needs --no-sandbox; the rest stop it stalling on calls to the internet.
+# Playwright adds a fresh temporary --user-data-dir to every launch and removes it on
+# close; it refuses one passed in `args`.
 CHROMIUM_ARGS = [
     "--headless",
     "--no-sandbox",
@@ -98,7 +98,7 @@ def ensure_staff_groups():
     from django.db.migrations.loader import MigrationLoader
     from django.db.migrations.operations import RunPython
 
-    from jobs import permissions
+    from config import staff_groups as permissions
 
     if Group.objects.filter(name__in=[permissions.OPERATIONS, permissions.SALES]).count() == 2:
         return

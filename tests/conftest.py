@@ -1,8 +1,10 @@
 import os
 import socket
+import time
 import uuid
 
 import pytest
+import requests
 from django.conf import settings
 from django.core.signals import request_finished, request_started
 from django.db import close_old_connections
@@ -53,3 +55,15 @@ def keep_the_test_transaction():
     yield
     for signal in (request_started, request_finished):
         signal.connect(close_old_connections)
+
+
+def wait_until_up(url, timeout=60):
+    """Wait for a server started by a test to answer 200 at `url`."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if requests.get(url, timeout=2).status_code == 200:
+                return
+        except requests.ConnectionError:
+            time.sleep(0.2)
+    raise AssertionError(f"{url} did not come up")

@@ -64,7 +64,12 @@ def test_make_run_starts_everything_and_runs_a_job(running_system):
         message="/readyz to answer",
     )
     assert ready.status_code == 200, ready.text
-    assert ready.json()["checks"] == {"Database": "OK", "Cache": "OK", "Broker": "OK"}
+    assert ready.json() == {"status": "ok"}, "anonymous callers get the status alone"
+    # The MCP server's own process (Procfile `mcp`, honcho's PORT + 300); with no Auth0 API set it says so.
+    host, _, port = base.rpartition(":")
+    mcp_url = f"{host}:{int(port) + 300}/mcp"
+    assert "not configured" in wait_for(lambda: requests.post(mcp_url, timeout=5).text, timeout=60, message="/mcp")
+    assert requests.post(mcp_url, timeout=5).status_code == 404
     printed = output.read_text()
     assert "demo / demo-password" in printed
     assert f"{base}/admin/" in printed
@@ -93,6 +98,9 @@ def test_make_run_starts_everything_and_runs_a_job(running_system):
     printed = output.read_text()
     for name in ("web", "worker", "beat"):
         assert f"{name}.1 started" in printed, f"{name} did not start"
+    # One JSON line per request (no terminal here): no request_started line, no daphne access line.
+    login_page = [line for line in printed.splitlines() if "GET /admin/login/" in line]
+    assert len(login_page) == 1 and '"event": "request_finished"' in login_page[0], login_page
     assert "jobs.sweep" in printed, "beat sends the sweep"
 
     # Ctrl-C stops all three processes.

@@ -7,12 +7,17 @@ a hostile or looping client from growing a row without bound.
 """
 
 import re
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 
 from disposable_email_domains import blocklist as disposable_domains
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
+from config.db import fetch_models
+from crm.redaction import redact
+from integrations.kapa.client import MAX_QUESTIONS
 from tracking.models import TrackedUser
 
 RECENT_PAGES_CAP = 10
@@ -22,7 +27,9 @@ SEARCH_TERMS_CAP = 20
 AGENT_INTENTS_CAP = 20
 TOOLS_CAP = 100
 TEXT_CAP = 500  # characters of one search term or agent context
-NAME_CAP = 100  # characters of a tool name, product area or MCP client
+NAME_CAP = 100  # characters of a tool name, product area, MCP client or Kapa thread id
+# The sync keeps at most MAX_QUESTIONS questions in a profile: more asked ones could never be shown.
+KAPA_ASKED_QUESTIONS_CAP = MAX_QUESTIONS
 
 # A `get-started` path segment, landing page or below, in any product; not "forget-started".
 GETTING_STARTED = re.compile(r"(?:^|/)get-started(?:[/.#?]|$)")
@@ -40,6 +47,7 @@ _COUNTRY_SECOND_LEVELS = frozenset({"co", "com", "org", "net", "ac", "gov", "edu
 # Known MCP clients by the product token their User-Agent starts with (lowercase).
 _MCP_CLIENTS = {
     "claude-code": "Claude Code",
+    "claude-ai": "Claude",
     "claude-user": "Claude",
     "claude": "Claude",
     "cursor": "Cursor",
@@ -82,6 +90,16 @@ def mcp_client_from_user_agent(user_agent: str) -> str:
     return _MCP_CLIENTS.get(token.lower(), token)[:NAME_CAP]
 
 
+def mcp_client_name(*, client_name: str = "", user_agent: str = "") -> str:
+    """The MCP client by the name it gave in its initialize request ("claude-ai", "cursor-vscode"), else its
+    User-Agent."""
+    name = " ".join(client_name.split())
+    if not name:
+        return mcp_client_from_user_agent(user_agent)
+    first_word = re.split(r"[\s_-]", name.lower(), maxsplit=1)[0]
+    return _MCP_CLIENTS.get(name.lower(), _MCP_CLIENTS.get(first_word, name))[:NAME_CAP]
+
+
 def tracked_user_sign_in(
     *,
     sub: str,
@@ -91,6 +109,7 @@ def tracked_user_sign_in(
     family_name: str = "",
     org_name: str = "",
     user_agent: str = "",
+    client_name: str = "",
     at: datetime | None = None,
 ) -> TrackedUser:
     """Record a sign-in through the docs login or the MCP server, creating the user on first sight.
@@ -110,34 +129,113 @@ def tracked_user_sign_in(
         user.company = (org_name or user.company or company_from_email(user.email))[: _max_length("company")]
         user.last_sign_in_at = at
         user.last_channel = channel
-        if channel == TrackedUser.Channel.MCP and user_agent:
-            user.mcp_client = mcp_client_from_user_agent(user_agent)
+        if channel == TrackedUser.Channel.MCP and (client_name or user_agent):
+            user.mcp_client = mcp_client_name(client_name=client_name, user_agent=user_agent)
         _touch(user, at)
         user.save()
     return user
 
 
+@dataclass(frozen=True)
+class McpToolCall:
+    """One MCP tool call of the user `sub`, as the MCP server or its events API saw it."""
+
+    sub: str
+    tool: str
+    user_agent: str = ""
+    client_name: str = ""
+    context: str = ""
+    at: datetime | None = None
+
+
 def mcp_tool_call_record(
-    *, sub: str, tool: str, user_agent: str = "", context: str = "", at: datetime | None = None
+    *,
+    sub: str,
+    tool: str,
+    user_agent: str = "",
+    client_name: str = "",
+    context: str = "",
+    at: datetime | None = None,
 ) -> TrackedUser:
     """Count one MCP tool call; the agent's optional context is kept, capped, for delivery (redacted then)."""
+    call = McpToolCall(sub=sub, tool=tool, user_agent=user_agent, client_name=client_name, context=context, at=at)
+    return mcp_tool_calls_record([call])[sub]
+
+
+def mcp_tool_calls_record(calls: Sequence[McpToolCall]) -> dict[str, TrackedUser]:
+    """Count MCP tool calls of any number of users in one transaction: the users by sub.
+
+    Every MCP tool call comes here (the MCP server's hot path, which records
+    the calls of all its sessions in batches): the rows are read and locked in
+    one statement without the ORM's query building, in `sub` order (no
+    deadlock between two batches), and only the columns a call changes are
+    written, all rows in one pipelined round trip.
+    """
+    now = timezone.now()
+    subs = sorted({call.sub for call in calls})
+    with transaction.atomic():
+        lock = " FOR UPDATE" if connection.features.has_select_for_update else ""  # SQLite locks the file
+        placeholders = ", ".join(["%s"] * len(subs))
+        users = {
+            user.sub: user
+            for user in fetch_models(
+                TrackedUser, f"SELECT {{columns}} FROM {_TABLE} WHERE sub IN ({placeholders}) ORDER BY sub{lock}", subs
+            )
+        }
+        for sub in subs:
+            if sub not in users:  # first contact through a tool call
+                first = min((call.at or now) for call in calls if call.sub == sub)
+                defaults = {"last_activity_at": first, "signed_up_at": first, "last_channel": TrackedUser.Channel.MCP}
+                users[sub], _ = TrackedUser.objects.select_for_update().get_or_create(sub=sub, defaults=defaults)
+        for call in calls:
+            _apply_tool_call(users[call.sub], call, call.at or now)
+        _update_columns([users[sub] for sub in subs], _TOOL_CALL_FIELDS)
+    return users
+
+
+def _apply_tool_call(user: TrackedUser, call: McpToolCall, at: datetime) -> None:
+    tool = call.tool.strip()[:NAME_CAP]
+    if tool in user.mcp_tool_counts or len(user.mcp_tool_counts) < TOOLS_CAP:
+        user.mcp_tool_counts[tool] = user.mcp_tool_counts.get(tool, 0) + 1
+    user.mcp_last_tool_at = max(filter(None, [user.mcp_last_tool_at, at]))
+    if call.client_name or call.user_agent:
+        user.mcp_client = mcp_client_name(client_name=call.client_name, user_agent=call.user_agent)
+    if context := call.context.strip():
+        intent = {"tool": tool, "context": context[:TEXT_CAP], "at": at.isoformat()}
+        user.mcp_agent_intents = [intent, *user.mcp_agent_intents][:AGENT_INTENTS_CAP]
+    _touch(user, at)
+
+
+def kapa_question_record(*, sub: str, thread_id: str, question: str, at: datetime | None = None) -> TrackedUser:
+    """Record a question the user asked Kapa through the MCP server, in the Kapa thread it started.
+
+    The daily sync merges these into the user's Kapa engagement. Unlike the
+    widget's questions (masked by Kapa), this text is our own capture: it is
+    stored redacted and capped, and only the newest KAPA_ASKED_QUESTIONS_CAP
+    are kept (the thread count keeps counting; a thread among the kept ones
+    is not counted again, and each question Kapa's Chat answers starts a new one).
+    """
     at = at or timezone.now()
-    tool = tool.strip()[:NAME_CAP]
+    thread_id = thread_id.strip()[:NAME_CAP]
+    entry = {"thread_id": thread_id, "question": redact(" ".join(question.split()))[:TEXT_CAP], "at": at.isoformat()}
     with transaction.atomic():
         user, _ = TrackedUser.objects.select_for_update().get_or_create(
             sub=sub, defaults={"last_activity_at": at, "signed_up_at": at, "last_channel": TrackedUser.Channel.MCP}
         )
-        if tool in user.mcp_tool_counts or len(user.mcp_tool_counts) < TOOLS_CAP:
-            user.mcp_tool_counts[tool] = user.mcp_tool_counts.get(tool, 0) + 1
-        user.mcp_last_tool_at = max(filter(None, [user.mcp_last_tool_at, at]))
-        if user_agent:
-            user.mcp_client = mcp_client_from_user_agent(user_agent)
-        if context.strip():
-            intent = {"tool": tool, "context": context.strip()[:TEXT_CAP], "at": at.isoformat()}
-            user.mcp_agent_intents = [intent, *user.mcp_agent_intents][:AGENT_INTENTS_CAP]
+        if all(asked["thread_id"] != thread_id for asked in user.kapa_asked_questions):
+            user.kapa_asked_thread_count += 1
+        user.kapa_asked_questions = [entry, *user.kapa_asked_questions][:KAPA_ASKED_QUESTIONS_CAP]
         _touch(user, at)
-        user.save()
+        user.save(update_fields=["kapa_asked_thread_count", "kapa_asked_questions", "last_activity_at",
+                                 "pending_since", "updated_at"])  # fmt: skip
     return user
+
+
+_TABLE = TrackedUser._meta.db_table
+_TOOL_CALL_FIELDS = [
+    "mcp_tool_counts", "mcp_last_tool_at", "mcp_client", "mcp_agent_intents", "last_activity_at", "pending_since",
+    "updated_at",
+]  # fmt: skip
 
 
 def docs_page_view_record(
@@ -170,6 +268,23 @@ def docs_page_view_record(
 def tracked_users_mark_pending(*, active_since: datetime) -> int:
     """Mark every user active since then pending, so the next sync delivers them again (backfill)."""
     return TrackedUser.objects.filter(last_activity_at__gte=active_since).update(pending_since=timezone.now())
+
+
+def _update_columns(users: list[TrackedUser], names: list[str]) -> None:
+    """UPDATE of these columns only, values converted as save() converts them (auto_now included).
+
+    save(update_fields=...) builds the same statement through the query compiler, which cost
+    more CPU than the rest of a tool call's recording (bench/mcp). executemany sends all rows'
+    statements in one round trip (psycopg's pipeline mode).
+    """
+    fields = [TrackedUser._meta.get_field(name) for name in names]
+    assignments = ", ".join(f"{connection.ops.quote_name(field.column)} = %s" for field in fields)
+    rows = [
+        [*(field.get_db_prep_save(field.pre_save(user, add=False), connection) for field in fields), user.pk]
+        for user in users
+    ]
+    with connection.cursor() as cursor:
+        cursor.executemany(f"UPDATE {_TABLE} SET {assignments} WHERE id = %s", rows)
 
 
 def _max_length(field: str) -> int:

@@ -1,20 +1,26 @@
 """Capture endpoints (docs site, MCP server) and the internal sync triggers."""
 
-import hmac
 from functools import partial
 
 import structlog
 from django.conf import settings
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema, inline_serializer
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    PolymorphicProxySerializer,
+    extend_schema,
+    inline_serializer,
+)
 from rest_framework import serializers
-from rest_framework.exceptions import APIException, MethodNotAllowed, NotFound
+from rest_framework.exceptions import MethodNotAllowed, NotFound
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from config.api import NOT_BLANK, BoundedEmailField, StrictCharField
+from config.secrets import bearer_secret_require, header_secret_require
 from config.throttling import RateThrottle, ScopedRateThrottle
-from leadgen.serializers import BoundedEmailField, StrictCharField
 from tracking import activity, sync
 from tracking.docs_auth import docs_session_sub
 from tracking.models import TrackedUser
@@ -80,25 +86,17 @@ class DocsActivityView(APIView):
         return Response(status=204)
 
 
-class InvalidServiceKey(APIException):
-    status_code = 401
-    default_detail = "Invalid or missing X-Service-Key."
-    default_code = "invalid_service_key"
-
-
-def require_secret(supplied: str | None, expected: str, error: type[APIException]) -> None:
-    """Constant-time comparison; an unset expected secret refuses everyone."""
-    if not supplied or not expected or not hmac.compare_digest(supplied.encode(), expected.encode()):
-        raise error()
-
-
 class McpEventInputSerializer(serializers.Serializer):
     TYPES = (("tool_call", "A tool call"), ("sign_in", "A sign-in through the MCP server"))
 
     type = serializers.ChoiceField(choices=TYPES, default="tool_call")
-    sub = StrictCharField(max_length=255, help_text="The identity provider's subject of the user.")
+    sub = StrictCharField(
+        max_length=255, validators=[NOT_BLANK], help_text="The identity provider's subject of the user."
+    )
     userAgent = StrictCharField(max_length=500, required=False, allow_blank=True)  # noqa: N815
-    tool = StrictCharField(max_length=100, required=False, help_text="Tool name; required for a tool call.")
+    tool = StrictCharField(
+        max_length=100, required=False, validators=[NOT_BLANK], help_text="Tool name; required for a tool call."
+    )
     timestamp = serializers.DateTimeField(required=False, help_text="When it happened; default: now.")
     context = StrictCharField(
         max_length=2000, required=False, allow_blank=True, help_text="The agent's stated intent, if it gave one."
@@ -116,20 +114,38 @@ class McpEventInputSerializer(serializers.Serializer):
         return attrs
 
 
+class McpToolCallEvent(McpEventInputSerializer):
+    """For the schema: a tool call (the default type) names its tool."""
+
+    type = serializers.ChoiceField(choices=McpEventInputSerializer.TYPES[:1], required=False)
+    tool = StrictCharField(max_length=100, validators=[NOT_BLANK], help_text="Tool name.")
+
+
+class McpSignInEvent(McpEventInputSerializer):
+    """For the schema: a sign-in says so."""
+
+    type = serializers.ChoiceField(choices=McpEventInputSerializer.TYPES[1:])
+
+
+MCP_EVENT_SCHEMA = PolymorphicProxySerializer(
+    component_name="McpEvent", serializers=[McpToolCallEvent, McpSignInEvent], resource_type_field_name=None
+)
+
+
 class McpEventsView(APIView):
     throttle_classes = [ScopedRateThrottle]
     throttle_scope = "mcp_events"
 
     @extend_schema(
         operation_id="tracking_mcp_events",
-        request=McpEventInputSerializer,
+        request=MCP_EVENT_SCHEMA,
         parameters=[OpenApiParameter("X-Service-Key", OpenApiTypes.STR, OpenApiParameter.HEADER, required=True)],
         responses={204: None, 400: ERROR, 401: ERROR, 429: ERROR},
         description="The MCP server reports a user's sign-in or tool call. The agent context is stored capped "
         "and redacted before it is delivered anywhere.",
     )
     def post(self, request):
-        require_secret(request.headers.get("X-Service-Key"), settings.TRACKING_MCP_SERVICE_KEY, InvalidServiceKey)
+        header_secret_require(request, "X-Service-Key", settings.TRACKING_MCP_SERVICE_KEY)
         event = McpEventInputSerializer(data=request.data)
         event.is_valid(raise_exception=True)
         data = event.validated_data
@@ -155,12 +171,6 @@ class McpEventsView(APIView):
         return Response(status=204)
 
 
-class InvalidInvokeSecret(APIException):
-    status_code = 401
-    default_detail = "Invalid or missing bearer secret."
-    default_code = "invalid_invoke_secret"
-
-
 QUEUED = inline_serializer(
     "JobsQueued",
     {
@@ -182,9 +192,7 @@ class InternalTriggerView(APIView):
     def post(self, request):
         if not settings.CRM_INVOKE_SECRET:
             raise NotFound()
-        scheme, _, supplied = request.headers.get("Authorization", "").partition(" ")
-        bearer = supplied if scheme.lower() == "bearer" else None
-        require_secret(bearer, settings.CRM_INVOKE_SECRET, InvalidInvokeSecret)
+        bearer_secret_require(request, settings.CRM_INVOKE_SECRET)
         queued = self.start()
         queued = queued if isinstance(queued, list) else [queued]
         return Response({"jobs": [{"jobId": job.pk, "key": job.key} for job in queued]}, status=202)

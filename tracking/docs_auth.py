@@ -1,19 +1,29 @@
 """Docs-site sign-in through Auth0: login, callback and logout, and whose docs session a request carries.
 
-`docs_sub` in the Django session is the signed-in reader's Auth0 `sub`. It is
+`docs_sub` in the docs session is the signed-in reader's Auth0 `sub`. It is
 set only once the ID token has passed every check (integrations/auth0/), and on
 a fresh session key, so a session id planted in the browser before the login is
 worth nothing after it.
+
+The docs session is a Django session of its own, under the cookie
+DOCS_SESSION_COOKIE_NAME, never the admin's: signing in or out of the docs
+leaves a staff member's admin session alone, and an admin session is never a
+docs sign-in.
 """
 
+import functools
+from importlib import import_module
+
 import structlog
+from django.conf import settings
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
+from config.throttling import ClientIpRateThrottle
 from integrations.auth0.client import client_from_settings
-from jobs.errors import PermanentError, TransientError
+from jobs import PermanentError, TransientError
 from tracking.activity import tracked_user_sign_in
 from tracking.models import TrackedUser
 
@@ -25,19 +35,65 @@ SESSION_NEXT = "docs_next"
 NOT_CONFIGURED = "Docs login is not configured."
 SIGN_IN_FAILED = "Sign-in failed. Please go back to the docs and sign in again."
 PROVIDER_UNAVAILABLE = "The sign-in service is not answering. Please try again in a minute."
+TOO_MANY = "Too many sign-in attempts from your network. Please try again in a minute."
 
 
-def docs_session_sub(request: HttpRequest) -> str | None:
-    """The Auth0 `sub` of the docs reader signed in on this request's session, else None."""
-    return request.session.get(SESSION_SUB) or None
+class DocsLoginThrottle(ClientIpRateThrottle):
+    """Per client IP, for logins without a docs session yet: each writes a new session row (the OAuth state),
+    so bursts of cookieless requests are what must be bounded."""
+
+    scope = "docs_login"
+
+
+def _docs_store(request):
+    return import_module(settings.SESSION_ENGINE).SessionStore(request.COOKIES.get(settings.DOCS_SESSION_COOKIE_NAME))
+
+
+def docs_session_sub(request) -> str | None:
+    """The Auth0 `sub` of the docs reader signed in on this request's docs session, else None."""
+    return _docs_store(request).get(SESSION_SUB) or None
+
+
+def with_docs_session(view):
+    """Run `view` with the docs session as `request.session` (authlib keeps its state there too), and save it
+    under its own cookie as SessionMiddleware saves the admin's."""
+
+    @functools.wraps(view)
+    def wrapped(request, *args, **kwargs):
+        docs, staff = _docs_store(request), getattr(request, "session", None)
+        request.session = docs
+        try:
+            response = view(request, *args, **kwargs)
+        finally:
+            request.session = staff
+        name = settings.DOCS_SESSION_COOKIE_NAME
+        if docs.is_empty():
+            if name in request.COOKIES:
+                response.delete_cookie(name, path="/", samesite=settings.SESSION_COOKIE_SAMESITE)
+        elif docs.modified or (docs.accessed and settings.SESSION_SAVE_EVERY_REQUEST):
+            docs.save()
+            response.set_cookie(
+                name, docs.session_key, max_age=settings.SESSION_COOKIE_AGE, path="/",
+                secure=settings.SESSION_COOKIE_SECURE, httponly=True, samesite=settings.SESSION_COOKIE_SAMESITE,
+            )  # fmt: skip
+        return response
+
+    return wrapped
 
 
 @require_GET
+@with_docs_session
 def docs_login(request: HttpRequest) -> HttpResponse:
     """Off to Auth0's login page; `?next=` is where the reader lands afterwards, if it is a path on this site."""
     client = client_from_settings()
     if client is None:
         return _plain(NOT_CONFIGURED, status=404)
+    throttle = DocsLoginThrottle()
+    cookieless = settings.DOCS_SESSION_COOKIE_NAME not in request.COOKIES
+    if cookieless and not throttle.allow_request(request, None):
+        response = _plain(TOO_MANY, status=429)
+        response["Retry-After"] = str(int(throttle.wait()) + 1)
+        return response
     next_path = request.GET.get("next", "")
     if _is_path_on_this_site(next_path):
         request.session[SESSION_NEXT] = next_path
@@ -51,6 +107,7 @@ def docs_login(request: HttpRequest) -> HttpResponse:
 
 
 @require_GET
+@with_docs_session
 def docs_callback(request: HttpRequest) -> HttpResponse:
     """Auth0 sends the reader back here with a code: sign them in, or refuse and store nothing."""
     client = client_from_settings()
@@ -67,8 +124,9 @@ def docs_callback(request: HttpRequest) -> HttpResponse:
     user = tracked_user_sign_in(
         sub=claims["sub"],
         channel=TrackedUser.Channel.DOCS_LOGIN,
-        # An unverified address may be anyone's: it must not name a lead or guess a company.
-        email=_text_claim(claims, "email") if claims.get("email_verified") is not False else "",
+        # An address not verified (the claim false, missing or not a boolean) may be anyone's: it must not
+        # name a lead or guess a company.
+        email=_text_claim(claims, "email") if claims.get("email_verified") is True else "",
         given_name=_text_claim(claims, "given_name"),
         family_name=_text_claim(claims, "family_name"),
         org_name=_text_claim(claims, "org_name"),  # present when the login went through an Auth0 organization
@@ -80,6 +138,7 @@ def docs_callback(request: HttpRequest) -> HttpResponse:
 
 
 @require_POST
+@with_docs_session
 def docs_logout(request: HttpRequest) -> HttpResponse:
     next_path = request.POST.get("next", "")
     request.session.flush()

@@ -4,9 +4,10 @@ import pybreaker
 from django.conf import settings
 from django.db import DatabaseError
 
+import jobs
+from config.db import describe_db_error
 from jobs import PermanentError, TransientError, handler
 from tracking import services, sync
-from tracking.db import describe_db_error
 from tracking.selectors import mailbox_settings
 
 
@@ -21,9 +22,11 @@ def poll_mailbox(job):
 
 @handler(services.LEAD_RETRY_KIND)
 def retry_parked_lead(job):
-    """Write a parked lead; on the last failed attempt the job layer dead-letters it and alerts."""
+    """Write a parked lead; on the last failed attempt the job layer dead-letters it and alerts.
+
+    A dead job keeps the parsed email for its replay; a succeeded one drops it."""
     try:
-        services.email_lead_retry(payload=job.payload)
+        lead = services.email_lead_retry(payload=job.payload)
     except pybreaker.CircuitBreakerError as exc:
         # Not before the breaker lets a trial write through, as when the lead was parked.
         wait = max(services.lead_write_breaker_reopens_in(), settings.LEAD_RETRY_DELAY_SECONDS)
@@ -32,6 +35,8 @@ def retry_parked_lead(job):
         raise TransientError(
             f"lead write failed: {describe_db_error(exc)}", retry_after=settings.LEAD_RETRY_DELAY_SECONDS
         ) from exc
+    # The lead holds the message now: the finished job keeps where it came from, not the parsed email.
+    jobs.keep_payload_on_success(job, {"source": job.payload.get("source"), "lead_id": lead.pk})
 
 
 @handler(sync.SYNC_KIND, batched=False)

@@ -1,57 +1,30 @@
 import re
-import uuid
-from datetime import time
-from zoneinfo import ZoneInfo, available_timezones
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
 
+from integrations.imap.client import endpoint_allowed
 from leadgen.models import Lead
 
 # The mailbox configured by IMAP_* environment variables goes by this name.
 ENV_MAILBOX_NAME = "env"
-ENV_VAR_NAME = re.compile(r"[A-Z_][A-Z0-9_]*")
-
-
-def validate_timezone(value):
-    if value not in available_timezones():
-        raise ValidationError(f"{value!r} is not a known IANA time zone.")
-
-
-class Store(models.Model):
-    """A franchise location; the isolation key for every lead, contact and task downstream."""
-
-    franchise = models.CharField(max_length=120, help_text="Franchise or brand.")
-    name = models.CharField(max_length=200)
-    account_id = models.CharField(max_length=64, db_index=True)
-    store_uuid = models.UUIDField(default=uuid.uuid4, unique=True)
-    lead_email = models.EmailField(
-        unique=True, null=True, blank=True, help_text="Address lead notifications are sent to."
-    )
-    tracking_id = models.CharField(
-        max_length=64, unique=True, null=True, blank=True, help_text="The ID in lead-tracking+{ID}@…"
-    )
-    timezone = models.CharField(max_length=64, default="America/New_York", validators=[validate_timezone])
-    quiet_hours_start = models.TimeField(default=time(21, 0))
-    quiet_hours_end = models.TimeField(default=time(8, 0))
-    is_active = models.BooleanField(default=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
-
-    class Meta:
-        ordering = ["franchise", "name"]
-
-    def __str__(self):
-        return f"{self.franchise} — {self.name}"
-
-    @property
-    def zone(self) -> ZoneInfo:
-        return ZoneInfo(self.timezone)
+# Admin mailboxes may only name variables with this prefix: no row can point a login at SECRET_KEY & co.
+PASSWORD_ENV_PREFIX = "IMAP_PASSWORD_"
+ENV_VAR_NAME = re.compile(re.escape(PASSWORD_ENV_PREFIX) + r"[A-Z0-9_]+")
 
 
 def validate_env_var_name(value):
     if not ENV_VAR_NAME.fullmatch(value):
-        raise ValidationError("Use an environment variable name: capital letters, digits and underscores.")
+        raise ValidationError(
+            f"Use an environment variable name starting with {PASSWORD_ENV_PREFIX}: capital letters, digits and "
+            "underscores."
+        )
+
+
+def imap_host_allowed(host: str, port: int) -> bool:
+    """Whether IMAP_ALLOWED_HOSTS lets an admin mailbox connect there (entries `host` or `host:port`)."""
+    return endpoint_allowed(host, port, frozenset(entry.strip().lower() for entry in settings.IMAP_ALLOWED_HOSTS))
 
 
 def validate_not_env_mailbox_name(value):
@@ -63,7 +36,10 @@ class Mailbox(models.Model):
     """An IMAP mailbox of lead-notification emails, polled every few minutes.
 
     The password is never stored: the row names the environment variable of
-    the worker processes that holds it.
+    the worker processes that holds it, always an IMAP_PASSWORD_* one, and the
+    host must be one IMAP_ALLOWED_HOSTS lists, so no row can send a server
+    secret, or any password, to a host of the editor's choosing. Only
+    superusers set host, port and credentials (tracking/admin.py).
     """
 
     name = models.SlugField(max_length=50, unique=True, validators=[validate_not_env_mailbox_name])
@@ -77,7 +53,8 @@ class Mailbox(models.Model):
         "password environment variable",
         max_length=100,
         validators=[validate_env_var_name],
-        help_text="Name of the environment variable holding the password, e.g. IMAP_PASSWORD_SALES.",
+        help_text="Name of the environment variable holding the password: IMAP_PASSWORD_ and a suffix, e.g. "
+        "IMAP_PASSWORD_SALES.",
     )
     folder = models.CharField(max_length=255, default="INBOX")
     is_active = models.BooleanField(default=True)
@@ -89,6 +66,10 @@ class Mailbox(models.Model):
 
     def __str__(self):
         return self.name
+
+    def clean(self):
+        if self.host and self.port and not imap_host_allowed(self.host, self.port):
+            raise ValidationError({"host": f"{self.host}:{self.port} is not in IMAP_ALLOWED_HOSTS."})
 
 
 class EmailLeadManager(models.Manager):
@@ -149,6 +130,10 @@ class TrackedUser(models.Model):
     kapa_questions = models.JSONField(default=list, blank=True)
     kapa_competitor_mentions = models.JSONField(default=dict, blank=True)
     kapa_refreshed_at = models.DateTimeField(null=True, blank=True)
+    # Questions asked through the MCP server's ask_docs: Kapa files those threads apart from the widget's, where
+    # the engagement fetch cannot see them, so they are recorded here and merged into the kapa_* fields by the sync.
+    kapa_asked_thread_count = models.PositiveIntegerField("threads asked through MCP", default=0)
+    kapa_asked_questions = models.JSONField(default=list, blank=True)  # newest first, capped: {thread_id, question, at}
 
     last_delivered_at = models.DateTimeField(null=True, blank=True)
     last_delivered_payload = models.JSONField(null=True, blank=True, help_text="As sent, redacted.")
@@ -157,6 +142,7 @@ class TrackedUser(models.Model):
 
     class Meta:
         ordering = ["-last_activity_at"]
+        permissions = [("deliver_trackeduser", "Can deliver tracked users to the CRM now")]
         indexes = [
             # Only pending rows are in it, so the daily sync's scan costs what the day's actives do.
             models.Index(

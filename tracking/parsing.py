@@ -14,21 +14,40 @@ The message is read with the stdlib's compat32 policy rather than
 policy.default: the parser needs only a few headers and the text parts, and
 policy.default's structured header objects made parsing three times as slow,
 on a path that runs for every email.
+
+Every input is bounded before any pattern sees it, so no email can hold a
+worker: the MIME structure (a message is cut where it would pass
+MIME_MAX_MARKERS boundary lines or MIME_MAX_MULTIPARTS multipart
+declarations, since the stdlib parser's cost grows with both), each header
+value, each text part, HTML tags, each line and each labelled value. The
+patterns themselves are linear (no pattern can restart inside a run it
+already scanned). bench/imap measures the slowest of a set of hostile
+messages.
 """
 
+import hashlib
 import re
 from dataclasses import asdict, dataclass, fields, replace
 from datetime import UTC, date, datetime, time
 from email import message_from_bytes
 from email.header import decode_header, make_header
 from email.message import Message
+from email.parser import BytesHeaderParser
 from email.utils import getaddresses, parsedate_to_datetime
 from html.parser import HTMLParser
 
 import phonenumbers
 
-# Notification bodies are a few kilobytes; this only bounds a pathological message.
+# Notification bodies are a few kilobytes; these only bound a pathological message.
 RAW_BODY_MAX_CHARS = 200_000
+MIME_MAX_MARKERS = 200  # lines starting with "--": boundaries (one per part), signatures, forward markers
+MIME_MAX_MULTIPARTS = 50  # mentions of "boundary": multipart declarations, nested or not
+HEADER_MAX_CHARS = 2_000
+TEXT_MAX_CHARS = 100_000  # of one text part, before any pattern
+HTML_TAG_MAX_CHARS = 2_000
+LINE_MAX_CHARS = 1_000
+VALUE_MAX_CHARS = 300
+EMAIL_MAX_CHARS = 254  # RFC 5321's limit on a whole address
 
 KNOWN_LEAD_TYPES = ("Web Lead", "Online Intro", "Intro Class", "Free Trial", "Referral")
 _LEAD_TYPE_PATTERNS = [
@@ -67,7 +86,13 @@ _FORWARD_MARKER = re.compile(
 _FORWARD_HEADER = re.compile(r"^(?P<name>From|Sent|Date|To|Cc|Subject|Reply-To)\s*:\s*(?P<value>.*)$", re.I)
 _SUBJECT_PREFIX = re.compile(r"^\s*(?:(?:re|fwd?|fw|aw|wg|tr)\s*(?:\[\d+\])?\s*:\s*)+", re.I)
 _TRACKING_ADDRESS = re.compile(r"^lead-tracking\+(?P<id>[A-Za-z0-9._-]{1,64})@", re.I)
-_EMAIL_ADDRESS = re.compile(r"[A-Za-z0-9._%+'-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}")
+# Linear: a match may not start inside a run of address characters, so a long run is scanned once,
+# not once per position; the parts are bounded as RFC 5321 bounds them.
+_EMAIL_ADDRESS = re.compile(r"(?<![A-Za-z0-9._%+'-])[A-Za-z0-9._%+'-]{1,64}@[A-Za-z0-9.-]{1,252}\.[A-Za-z]{2,63}\b")
+# A "<" that does not open a tag closed within HTML_TAG_MAX_CHARS is text: HTMLParser rescans the rest of the
+# document for every unclosed "<", which made 40 KB of "<a" take seconds.
+_HTML_OPEN_LT = re.compile(rf"<(?![A-Za-z/!?][^<>]{{0,{HTML_TAG_MAX_CHARS}}}>)")
+_AUTH_RESULTS_COMMENT = re.compile(r"\([^()]{0,500}\)")  # RFC 8601 comments, e.g. "(p=reject dis=none)"
 _TIME = re.compile(
     r"\b(?P<hour>[01]?\d|2[0-3])(?::(?P<minute>[0-5]\d))?\s*(?P<meridiem>[ap])\.?\s*m\b\.?"
     r"|\b(?P<hour24>[01]?\d|2[0-3]):(?P<minute24>[0-5]\d)\b",
@@ -134,9 +159,13 @@ def lead_dedup_key(*, email: str, phone: str, received_at: datetime) -> str:
     """`{email}#{phone}#{date}`, or `{email}#{receivedAt}` without a phone (times in UTC).
 
     With a phone, the same person notified twice by the same store on the same
-    day is one lead; without one, only the same message is.
+    day is one lead; without one, only the same message is. A sender address
+    longer than any valid one (254) is replaced by its SHA-256, so the key
+    always fits its column whatever the From header says.
     """
     email = email.strip().lower()
+    if len(email) > EMAIL_MAX_CHARS:
+        email = "sha256:" + hashlib.sha256(email.encode()).hexdigest()
     received_at = received_at.astimezone(UTC)
     if phone:
         return f"{email}#{phone}#{received_at.date().isoformat()}"
@@ -163,16 +192,19 @@ def tracking_id_from_address(address: str) -> str:
 
 def html_to_text(html: str) -> str:
     reader = _HtmlText()
-    reader.feed(html)
+    reader.feed(_HTML_OPEN_LT.sub("&lt;", html[:TEXT_MAX_CHARS]))
     reader.close()
-    lines = (re.sub(r"[ \f\v\r\xa0]+", " ", line).strip(" \t") for line in "".join(reader.parts).split("\n"))
+    lines = (
+        re.sub(r"[ \f\v\r\xa0]+", " ", line[:LINE_MAX_CHARS]).strip(" \t")
+        for line in "".join(reader.parts)[:TEXT_MAX_CHARS].split("\n")
+    )
     return "\n".join(line for line in lines if line)
 
 
 def parse_lead_email(raw: bytes, *, default_region: str = "US", received_at: datetime | None = None) -> ParsedLeadEmail:
     """Read one RFC 5322 message. `received_at` (the IMAP INTERNALDATE) wins over the Date header."""
     try:
-        message = message_from_bytes(raw)
+        message = message_from_bytes(_mime_bounded(raw))
         headers = _headers(message)
     except Exception as exc:  # a message the email package cannot even split
         return ParsedLeadEmail(
@@ -198,7 +230,90 @@ def parse_lead_email(raw: bytes, *, default_region: str = "US", received_at: dat
     return failed
 
 
+def headers_only(raw_header: bytes, *, received_at: datetime | None, reason: str) -> ParsedLeadEmail:
+    """A failed lead from a message's header alone: for a message too large to fetch, or one that never
+    finished parsing. Its body is not read."""
+    try:
+        headers = _headers(BytesHeaderParser().parsebytes(raw_header[: 64 * 1024]))
+    except Exception:  # headers the email package cannot split: the reason is still kept
+        headers = {"received_at": None}
+    headers["received_at"] = _utc(received_at) or headers["received_at"]
+    return ParsedLeadEmail(**headers, parse_error=reason)
+
+
+@dataclass(frozen=True)
+class SenderAuthentication:
+    """What our own receiving server found about a message's sender (RFC 8601 Authentication-Results).
+
+    Only headers with our server's authserv-id count: any other was written by
+    the sender or a hop on the way, and proves nothing.
+    """
+
+    authserv_id: str
+    results: tuple[tuple[str, str, str], ...]  # (method, result, domain) for dmarc and spf
+
+    def passes_for(self, domain: str) -> bool:
+        """A DMARC or SPF pass for a domain aligned (relaxed: the same or a parent/child) with `domain`."""
+        domain = domain.lower().strip(".")
+        return bool(domain) and any(
+            result == "pass" and (found == domain or found.endswith("." + domain) or domain.endswith("." + found))
+            for _, result, found in self.results
+            if found
+        )
+
+    def describe(self) -> str:
+        if not self.results:
+            return f"no DMARC or SPF result from {self.authserv_id}"
+        return ", ".join(f"{method}={result} ({domain or 'no domain'})" for method, result, domain in self.results)
+
+
+def sender_authentication(raw: bytes, *, authserv_id: str) -> SenderAuthentication:
+    """The DMARC and SPF results `authserv_id` recorded in the message's header (its first 64 KiB)."""
+    results = []
+    try:
+        header = BytesHeaderParser().parsebytes(raw[: 64 * 1024])
+        values = (header.get_all("Authentication-Results") or [])[:20]
+    except Exception:  # a header the email package cannot split carries no result
+        values = []
+    for value in values:
+        text = _AUTH_RESULTS_COMMENT.sub(" ", str(value)[:HEADER_MAX_CHARS])
+        server, *resinfos = (part.strip() for part in text.split(";"))
+        if (server.split() or [""])[0].lower() != authserv_id.lower():
+            continue
+        for resinfo in resinfos:
+            tokens = resinfo.split()
+            method, _, result = (tokens[0] if tokens else "").partition("=")
+            properties = dict(token.split("=", 1) for token in tokens[1:] if "=" in token)
+            if method.lower() == "dmarc":
+                domain = properties.get("header.from", "")
+            elif method.lower() == "spf":
+                domain = properties.get("smtp.mailfrom", "").rpartition("@")[2]
+            else:
+                continue
+            results.append((method.lower(), result.lower(), domain.strip('"').lower()))
+    return SenderAuthentication(authserv_id=authserv_id, results=tuple(results))
+
+
 # --- internals -----------------------------------------------------------------------------
+
+
+def _mime_bounded(raw: bytes) -> bytes:
+    """The message cut where it would pass MIME_MAX_MARKERS or MIME_MAX_MULTIPARTS (module docstring).
+
+    Counted with bytes.count/find rather than one pattern: a case-insensitive scan of a few megabytes
+    cost more than parsing them.
+    """
+    lowered = raw.lower()
+    bounds = ((raw, b"\n--", MIME_MAX_MARKERS), (lowered, b"boundary", MIME_MAX_MULTIPARTS))
+    cut = len(raw)
+    for text, needle, limit in bounds:
+        if text.count(needle) <= limit:
+            continue
+        position = -1
+        for _ in range(limit + 1):
+            position = text.find(needle, position + 1)
+        cut = min(cut, position)
+    return raw[:cut]
 
 
 def _utc(moment: datetime | None) -> datetime | None:
@@ -213,15 +328,18 @@ def _header_text(value) -> str:
     """A header as text, RFC 2047 encoded words decoded."""
     if value is None:
         return ""
+    value = str(value)[:HEADER_MAX_CHARS]
     try:
-        return str(make_header(decode_header(str(value))))
+        return str(make_header(decode_header(value)))
     except (LookupError, UnicodeError, ValueError):
-        return str(value)
+        return value
 
 
 def _addresses(message: Message, name: str) -> list[str]:
-    values = message.get_all(name) or []
-    return [address.strip() for _, address in getaddresses([str(v) for v in values]) if "@" in address]
+    values = (message.get_all(name) or [])[:10]
+    return [
+        address.strip() for _, address in getaddresses([str(v)[:HEADER_MAX_CHARS] for v in values]) if "@" in address
+    ]
 
 
 def _headers(message: Message) -> dict:
@@ -229,7 +347,7 @@ def _headers(message: Message) -> dict:
     recipients = [address for name in _RECIPIENT_HEADERS for address in _addresses(message, name)]
     tracking = next(((tracking_id_from_address(a), a) for a in recipients if tracking_id_from_address(a)), None)
     try:
-        sent_at = parsedate_to_datetime(str(message["Date"])) if message["Date"] else None
+        sent_at = parsedate_to_datetime(str(message["Date"])[:200]) if message["Date"] else None
     except (TypeError, ValueError, IndexError):
         sent_at = None
     return {
@@ -243,11 +361,12 @@ def _headers(message: Message) -> dict:
 
 def _decoded(part: Message) -> str:
     """The part's text: transfer encoding (quoted-printable, base64) undone, then its charset."""
-    payload = part.get_payload(decode=True) or b""
+    payload = (part.get_payload(decode=True) or b"")[: 4 * TEXT_MAX_CHARS]
     try:
-        return payload.decode(part.get_content_charset() or "utf-8", "replace")
+        text = payload.decode(part.get_content_charset() or "utf-8", "replace")
     except LookupError:  # an unknown charset: the bytes are still mostly ASCII labels and digits
-        return payload.decode("utf-8", "replace")
+        text = payload.decode("utf-8", "replace")
+    return text[:TEXT_MAX_CHARS]
 
 
 def _text_bodies(message: Message) -> list[tuple[str, str]]:
@@ -270,7 +389,7 @@ def _text_bodies(message: Message) -> list[tuple[str, str]]:
 
 
 def _clean_line(line: str) -> str:
-    line = re.sub(r"^(?:\s*>)+", "", line)  # quoting of replies and some forwards
+    line = re.sub(r"^(?:\s*>)+", "", line[:LINE_MAX_CHARS])  # quoting of replies and some forwards
     return line.replace("*", "").strip()
 
 
@@ -303,7 +422,7 @@ def _split_forwards(text: str) -> tuple[str, dict]:
 def _labelled_values(text: str) -> dict[str, str]:
     """field → first value found, from 'Label: value' lines, table rows, or a label alone above its value."""
     found: dict[str, str] = {}
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    lines = [line[:LINE_MAX_CHARS].strip() for line in text.splitlines() if line.strip()]
     for index, line in enumerate(lines):
         match = _LABEL_LINE.match(line)
         label = match.group("label") if match else line
@@ -314,7 +433,7 @@ def _labelled_values(text: str) -> dict[str, str]:
         if not value and index + 1 < len(lines) and not _is_labelled(lines[index + 1]):
             value = lines[index + 1]
         if value:
-            found[field] = value
+            found[field] = value[:VALUE_MAX_CHARS]
     return found
 
 
@@ -386,7 +505,7 @@ def _parse_date(value: str) -> date | None:
 
 def _parse_body(text: str, *, subject: str, default_region: str) -> ParsedLeadEmail:
     original_text, original = _split_forwards(text)
-    original_subject = _SUBJECT_PREFIX.sub("", original.get("subject") or subject)
+    original_subject = _SUBJECT_PREFIX.sub("", (original.get("subject") or subject)[:HEADER_MAX_CHARS])
     values = _labelled_values(original_text)
 
     first, last = values.get("first_name", ""), values.get("last_name", "")
@@ -419,6 +538,7 @@ def _parse_body(text: str, *, subject: str, default_region: str) -> ParsedLeadEm
 
 
 def _first_address(value: str) -> str:
+    value = value[:VALUE_MAX_CHARS]
     addresses = [address for _, address in getaddresses([value]) if "@" in address]
     if addresses:
         return addresses[0]

@@ -52,7 +52,7 @@ def crm_profile(user: TrackedUser) -> dict:
             "kapaQuestions": list(user.kapa_questions),
         },
         "docs": {
-            "docsRecentPages": list(user.docs_recent_pages),
+            "docsRecentPages": list(dict.fromkeys(page_path(path) for path in user.docs_recent_pages)),
             "docsTopPages": _top(user.docs_page_counts, TOP_PAGES),
             "docsPageViews": sum(user.docs_page_counts.values()),
             "docsProductAreas": dict(user.docs_product_areas),
@@ -67,6 +67,15 @@ def _iso(moment: datetime | None) -> str | None:
     return moment.isoformat() if moment else None
 
 
+def page_path(path: str) -> str:
+    """A docs page as delivered: no query string or fragment (they can carry emails and tokens), and
+    anything personal left in the path itself redacted."""
+    return redact(path.split("#", 1)[0].split("?", 1)[0])
+
+
 def _top(counts: dict, n: int) -> list[dict]:
-    ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:n]
+    merged: dict[str, int] = {}
+    for path, views in counts.items():
+        merged[page_path(path)] = merged.get(page_path(path), 0) + views
+    ranked = sorted(merged.items(), key=lambda item: (-item[1], item[0]))[:n]
     return [{"path": path, "views": views} for path, views in ranked]

@@ -1,13 +1,17 @@
-"""Reads for email lead tracking: the store mapping and the mailboxes to poll."""
+"""Reads for email lead tracking: the store mapping, the mailboxes to poll, and the back office's figures."""
 
 import os
 from dataclasses import dataclass
 
 from django.conf import settings
 from django.core.cache import cache
+from django.db.models import Count, Max
+from django.db.models.functions import TruncDate
 
+import jobs
 from integrations.imap import MailboxSettings
-from tracking.models import ENV_MAILBOX_NAME, Mailbox, Store
+from stores.models import Store
+from tracking.models import ENV_MAILBOX_NAME, ENV_VAR_NAME, Mailbox, TrackedUser, imap_host_allowed
 
 STORE_MAPPING_CACHE_KEY = "tracking:store-mapping"
 
@@ -17,6 +21,7 @@ class StoreMapping:
     store_id: int
     franchise: str
     account_id: str
+    sender_domain: str = ""  # of the store's lead email: what a notification's sender must authenticate as
 
 
 class StoreMappings:
@@ -43,7 +48,7 @@ def store_mappings() -> StoreMappings:
             "pk", "franchise", "account_id", "tracking_id", "lead_email"
         )
         for pk, franchise, account_id, tracking_id, lead_email in stores:
-            mapping = (pk, franchise, account_id)
+            mapping = (pk, franchise, account_id, lead_email.rpartition("@")[2].lower() if lead_email else "")
             if tracking_id:
                 table["tracking_id"][tracking_id.lower()] = mapping
             if lead_email:
@@ -75,6 +80,11 @@ def mailbox_settings(name: str) -> MailboxSettings:
     row = Mailbox.objects.filter(name=name, is_active=True).first()
     if row is None:
         raise LookupError(f"no active mailbox named {name!r}")
+    # Checked here as well as on save: a row written before these rules, or by hand, gets no password.
+    if not ENV_VAR_NAME.fullmatch(row.password_env_var):
+        raise LookupError(f"mailbox {name!r}: the password variable must be an IMAP_PASSWORD_* one")
+    if not imap_host_allowed(row.host, row.port):
+        raise LookupError(f"mailbox {name!r}: its host is not in IMAP_ALLOWED_HOSTS")
     password = os.environ.get(row.password_env_var)
     if not password:
         raise LookupError(f"mailbox {name!r}: environment variable {row.password_env_var} is not set")
@@ -87,3 +97,50 @@ def mailbox_settings(name: str) -> MailboxSettings:
         folder=row.folder,
         use_ssl=row.use_ssl,
     )
+
+
+def imap_allowed_endpoints() -> frozenset[str]:
+    """`host` and `host:port` entries an IMAP login may go to: IMAP_ALLOWED_HOSTS and the env mailbox's own."""
+    entries = {entry.strip().lower() for entry in settings.IMAP_ALLOWED_HOSTS if entry.strip()}
+    if settings.IMAP_HOST:
+        entries.add(f"{settings.IMAP_HOST.strip().lower()}:{settings.IMAP_PORT}")
+    return frozenset(entries)
+
+
+def mcp_clients_seen():
+    """Each MCP client seen, with how many users it has and when one of them last called a tool; most users first."""
+    return (
+        TrackedUser.objects.exclude(mcp_client="")
+        .values("mcp_client")
+        .annotate(users=Count("id"), last_tool_at=Max("mcp_last_tool_at"), last_activity_at=Max("last_activity_at"))
+        .order_by("-users", "mcp_client")
+    )
+
+
+# --- back-office figures ------------------------------------------------------------------------
+
+
+def tracked_users_per_day_counts(*, start, end) -> list[dict]:
+    """Docs and MCP users first seen in [start, end), per day (site time zone): {day, count}."""
+    users = TrackedUser.objects.filter(created_at__gte=start, created_at__lt=end).annotate(day=TruncDate("created_at"))
+    return list(users.values("day").annotate(count=Count("pk")).order_by())
+
+
+def mailbox_last_polls() -> list[dict]:
+    """Each mailbox polled now, with its newest poll job: {mailbox, status, at} (None, None when never)."""
+    from tracking.services import POLL_KIND  # here: tracking.services imports this module
+
+    polls = []
+    for name in mailbox_names_active():
+        job = jobs.jobs_with_key_prefix(f"{POLL_KIND}:{name}:").order_by("-created_at").only("status", "created_at")
+        job = job.first()
+        polls.append({"mailbox": name, "status": job.status if job else None, "at": job.created_at if job else None})
+    return polls
+
+
+def circuit_breakers() -> dict[str, dict]:
+    """The breakers of email lead tracking and their shared state: {name: {state, opened_at}}."""
+    from tracking.services import LEAD_WRITE_BREAKER  # here: tracking.services imports this module
+
+    name = LEAD_WRITE_BREAKER
+    return {name: {"state": jobs.circuit_state(name), "opened_at": jobs.circuit_opened_at(name)}}

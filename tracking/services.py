@@ -11,27 +11,30 @@ it again; the dedup key makes that harmless.
 """
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, timedelta
+from importlib import import_module
 
 import pybreaker
 import structlog
 from django.conf import settings
 from django.core.cache import cache
-from django.db import DatabaseError, connection, transaction
+from django.db import DatabaseError, InterfaceError, OperationalError, connection, transaction
 from django.utils import timezone
 
 import jobs
-from config.db import insert_on_conflict
+from config.db import describe_db_error
 from crm.events import lead_created_emit
 from integrations.imap import FetchedMessage, ImapClient, MailboxSettings
-from jobs.breaker import CacheCircuitStorage, circuit_breaker
-from jobs.models import Job
-from jobs.selectors import jobs_for_key_prefix
-from leadgen.models import Lead
-from tracking.db import describe_db_error
-from tracking.parsing import ParsedLeadEmail, lead_dedup_key, parse_lead_email
-from tracking.selectors import STORE_MAPPING_CACHE_KEY, StoreMappings, store_mappings
+from leadgen import services as lead_services
+from tracking.parsing import (
+    ParsedLeadEmail,
+    headers_only,
+    lead_dedup_key,
+    parse_lead_email,
+    sender_authentication,
+)
+from tracking.selectors import STORE_MAPPING_CACHE_KEY, StoreMappings, imap_allowed_endpoints, store_mappings
 
 logger = structlog.get_logger(__name__)
 
@@ -39,21 +42,27 @@ POLL_KIND = "tracking.poll_mailbox"
 LEAD_RETRY_KIND = "tracking.lead_retry"
 LEAD_WRITE_BREAKER = "tracking.lead_write"
 PROCESSED_BY = "imap-poller"
+MESSAGE_ATTEMPTS_TTL = 7 * 24 * 3600
 
 
 def lead_write_breaker() -> pybreaker.CircuitBreaker:
-    """Shared by every poller and retry worker. Only database errors count as failures."""
-    return circuit_breaker(
+    """Shared by every poller and retry worker.
+
+    Only a database that is unreachable or failing (OperationalError, InterfaceError: connection lost,
+    timeouts, shutdown) counts as a failure; an error about the data of one email (DataError,
+    IntegrityError) is that email's problem and must not pause everyone else's leads.
+    """
+    return jobs.circuit_breaker(
         LEAD_WRITE_BREAKER,
         fail_max=settings.LEAD_WRITE_BREAKER_FAIL_MAX,
         reset_timeout=settings.LEAD_WRITE_BREAKER_RESET_SECONDS,
-        exclude=[lambda exc: not isinstance(exc, DatabaseError)],
+        exclude=[lambda exc: not isinstance(exc, OperationalError | InterfaceError)],
     )
 
 
 def lead_write_breaker_reopens_in() -> float:
     """Seconds until an open breaker lets a trial write through (0 when it already would)."""
-    opened_at = CacheCircuitStorage(LEAD_WRITE_BREAKER).opened_at
+    opened_at = jobs.circuit_opened_at(LEAD_WRITE_BREAKER)
     if opened_at is None:
         return 0.0
     reopens_at = opened_at + timedelta(seconds=settings.LEAD_WRITE_BREAKER_RESET_SECONDS)
@@ -74,7 +83,7 @@ def store_mapping_invalidate() -> None:
 
 
 def _lead_fields(parsed: ParsedLeadEmail, mapping, now) -> dict:
-    texts = {
+    return {
         "lead_type": parsed.lead_type,
         "first_name": parsed.first_name,
         "last_name": parsed.last_name,
@@ -89,18 +98,11 @@ def _lead_fields(parsed: ParsedLeadEmail, mapping, now) -> dict:
         "forwarded_original_to": parsed.forwarded_original_to,
         "forwarded_original_date": parsed.forwarded_original_date,
         "parse_error": parsed.parse_error,
-    }
-    # An email may carry any length of text; the row keeps what fits rather than failing the write.
-    texts = {name: value[: Lead._meta.get_field(name).max_length] for name, value in texts.items()}
-    return {
-        **texts,
-        "channel": Lead.Channel.EMAIL,
         "booked_date": parsed.booked_date,
         "booked_time": parsed.booked_time,
         "is_forwarded": parsed.is_forwarded,
         "received_at": parsed.received_at,
         "synced_at": now,
-        "parse_state": Lead.ParseState.FAILED if parsed.parse_error else Lead.ParseState.PARSED,
         "processed_by": PROCESSED_BY,
         "store_id": mapping.store_id if mapping else None,
         "franchise": mapping.franchise if mapping else "",
@@ -108,75 +110,30 @@ def _lead_fields(parsed: ParsedLeadEmail, mapping, now) -> dict:
     }
 
 
-def _lead_on_conflict(lead: Lead, parsed: ParsedLeadEmail, mapping, now) -> None:
-    """A second sighting of the same lead: refresh its type and store mapping, keep everything else.
+def email_lead_capture(*, parsed: ParsedLeadEmail, mappings: StoreMappings | None = None, reread: bool = False):
+    """Write the lead (leadgen's upsert on its dedup key) and emit LeadCreated when it is complete;
+    one transaction.
 
-    The store is forward-only: a known store is never replaced, by null or by
-    another store, because contacts and tasks downstream are keyed on it. The
-    franchise and account follow the mapping only while it names the same
-    store (a corrected Store row), so they always describe the lead's store.
-    """
-    if parsed.lead_type:
-        lead.lead_type = parsed.lead_type
-    if mapping and lead.store_id in (None, mapping.store_id):
-        lead.store_id, lead.franchise, lead.account_id = mapping.store_id, mapping.franchise, mapping.account_id
-    lead.synced_at = now
-    lead.save(update_fields=["lead_type", "store", "franchise", "account_id", "synced_at", "updated_at"])
-
-
-def email_lead_capture(*, parsed: ParsedLeadEmail, mappings: StoreMappings | None = None, reread: bool = False) -> Lead:
-    """Upsert the lead on its dedup key and emit LeadCreated when it is complete; one transaction.
-
-    Reprocessing the same message any number of times leaves one lead. On a
-    `reread` (a re-scan of seen messages) a message kept earlier as a failed
+    On a `reread` (a re-scan of seen messages) a message kept earlier as a failed
     parse, now understood by the parser, turns that failed lead into a parsed
     one. A poll passes the store mappings it read for the batch; otherwise
     they are read here.
     """
     if parsed.received_at is None:
         raise ValueError("a captured email needs its received time (the IMAP INTERNALDATE)")
-    key = parsed.dedup_key
     mapping = (mappings or store_mappings()).lookup(
         tracking_id=parsed.tracking_id, lead_emails=(parsed.email_from, parsed.forwarded_original_to)
     )
-    now = timezone.now()
-    fields = _lead_fields(parsed, mapping, now)
+    reparse_key = None
+    if reread and parsed.phone:  # a failed parse was kept under the key without a phone
+        reparse_key = lead_dedup_key(email=parsed.email_from, phone="", received_at=parsed.received_at)
     with transaction.atomic():
-        failed = _failed_lead_to_reparse(parsed) if reread and not parsed.parse_error else None
-        if failed is not None:
-            lead = _lead_overwrite(failed, {"dedup_key": key, **fields})
-        else:
-            lead = Lead(dedup_key=key, **fields)
-            inserted = insert_on_conflict(lead, on_conflict="ON CONFLICT (dedup_key) DO NOTHING", returning="id")
-            if inserted:
-                lead.pk, lead._state.adding = inserted[0], False
-            else:
-                lead = Lead.objects.select_for_update().get(dedup_key=key)
-                if lead.parse_state == Lead.ParseState.FAILED and not parsed.parse_error:
-                    _lead_overwrite(lead, fields)
-                else:
-                    _lead_on_conflict(lead, parsed, mapping, now)
-        if lead.parse_state == Lead.ParseState.PARSED:
+        lead, complete = lead_services.email_lead_upsert(
+            dedup_key=parsed.dedup_key, fields=_lead_fields(parsed, mapping, timezone.now()), reparse_key=reparse_key
+        )
+        if complete:
             lead_created_emit(lead=lead)
     return lead
-
-
-def _lead_overwrite(lead: Lead, fields: dict) -> Lead:
-    """A failed parse, now understood: everything the email says replaces what was kept."""
-    for name, value in fields.items():
-        setattr(lead, name, value)
-    lead.save()
-    return lead
-
-
-def _failed_lead_to_reparse(parsed: ParsedLeadEmail) -> Lead | None:
-    """The failed lead this message left when the parser did not understand it (kept under its no-phone key)."""
-    if not parsed.phone:
-        return None  # same key as before: the insert below finds it
-    failed_key = lead_dedup_key(email=parsed.email_from, phone="", received_at=parsed.received_at)
-    if Lead.objects.filter(dedup_key=parsed.dedup_key).exists():
-        return None
-    return Lead.objects.select_for_update().filter(dedup_key=failed_key, parse_state=Lead.ParseState.FAILED).first()
 
 
 @dataclass(frozen=True)
@@ -192,7 +149,7 @@ class MessageSource:
         return f"{self.mailbox}:{self.uidvalidity}:{self.uid}"
 
 
-def email_lead_park(*, parsed: ParsedLeadEmail, source: MessageSource) -> Job:
+def email_lead_park(*, parsed: ParsedLeadEmail, source: MessageSource):
     """Keep a lead the database would not take as a retry job; the retry processor writes it later.
 
     While the breaker is open the first attempt waits until it lets a trial
@@ -209,7 +166,7 @@ def email_lead_park(*, parsed: ParsedLeadEmail, source: MessageSource) -> Job:
         )
 
 
-def email_lead_retry(*, payload: dict) -> Lead:
+def email_lead_retry(*, payload: dict):
     """The retry processor's write: the same capture as a poll, through the same breaker.
 
     Raises pybreaker.CircuitBreakerError while the breaker is open, or the database error.
@@ -232,11 +189,58 @@ class PollResult:
     budget_exhausted: bool = False
 
 
-def _message_capture(message: FetchedMessage, source: MessageSource, breaker, mappings, result, *, reread) -> bool:
-    """Capture one message, or park it; True when it may be marked \\Seen."""
-    parsed = parse_lead_email(
+def _attempts_key(source: MessageSource) -> str:
+    return f"tracking:message-attempts:{source.key}"
+
+
+def message_attempt_start(*, source: MessageSource) -> int:
+    """Count one more poll starting on this message (this one included); shared by every worker."""
+    key = _attempts_key(source)
+    for _ in range(3):
+        cache.add(key, 0, MESSAGE_ATTEMPTS_TTL)
+        try:
+            return cache.incr(key)
+        except ValueError:  # a concurrent poll finished the message and cleared its count in between
+            continue
+    return 1
+
+
+def _message_parse(message: FetchedMessage, source: MessageSource) -> ParsedLeadEmail:
+    """Parse a message, unless it is over the size limit or earlier polls never got past it."""
+    if message.header_only:
+        reason = (
+            f"message too large: {message.size} bytes, over IMAP_MAX_MESSAGE_BYTES "
+            f"({settings.IMAP_MAX_MESSAGE_BYTES}); its body was not fetched"
+        )
+        return headers_only(message.raw, received_at=message.internal_date, reason=reason)
+    attempts = message_attempt_start(source=source)
+    if attempts > settings.IMAP_MESSAGE_MAX_ATTEMPTS:
+        reason = f"not parsed: {attempts - 1} earlier polls started on this message and never finished it"
+        return headers_only(message.raw, received_at=message.internal_date, reason=reason)
+    return parse_lead_email(
         message.raw, default_region=settings.PHONE_DEFAULT_REGION, received_at=message.internal_date
     )
+
+
+def _sender_checked(parsed: ParsedLeadEmail, raw: bytes, mappings: StoreMappings) -> ParsedLeadEmail:
+    """With IMAP_TRUSTED_AUTHSERV_ID set, a message that names a store must come from the store's domain as
+    our receiving server authenticated it (DMARC or SPF pass); otherwise it is kept as a failed lead."""
+    senders = (parsed.email_from, parsed.forwarded_original_to)
+    mapping = mappings.lookup(tracking_id=parsed.tracking_id, lead_emails=senders)
+    if mapping is None:
+        return parsed  # no store: no outreach task comes of it anyway
+    domain = mapping.sender_domain or parsed.email_from.rpartition("@")[2]
+    auth = sender_authentication(raw, authserv_id=settings.IMAP_TRUSTED_AUTHSERV_ID)
+    if auth.passes_for(domain):
+        return parsed
+    return replace(parsed, parse_error=f"sender not authenticated for {domain}: {auth.describe()}")
+
+
+def _message_capture(message: FetchedMessage, source: MessageSource, breaker, mappings, result, *, reread) -> bool:
+    """Capture one message, or park it; True when it may be marked \\Seen."""
+    parsed = _message_parse(message, source)
+    if settings.IMAP_TRUSTED_AUTHSERV_ID and not parsed.parse_error:
+        parsed = _sender_checked(parsed, message.raw, mappings)
     log = logger.bind(mailbox=source.mailbox, uid=source.uid)
     try:
         breaker.call(email_lead_capture, parsed=parsed, mappings=mappings, reread=reread)
@@ -245,6 +249,7 @@ def _message_capture(message: FetchedMessage, source: MessageSource, breaker, ma
         # A dropped connection stays broken inside this process until it is closed.
         connection.close_if_unusable_or_obsolete()
     else:
+        cache.delete(_attempts_key(source))
         result.captured += 1
         result.failed_parse += bool(parsed.parse_error)
         return True
@@ -255,6 +260,7 @@ def _message_capture(message: FetchedMessage, source: MessageSource, breaker, ma
         connection.close_if_unusable_or_obsolete()
         result.left_unseen += 1
         return False
+    cache.delete(_attempts_key(source))
     result.parked += 1
     return True
 
@@ -275,7 +281,10 @@ def mailbox_poll(
     started = time.monotonic()
     result = PollResult(mailbox=mailbox.name)
     breaker = lead_write_breaker()
-    with ImapClient(mailbox, timeout=settings.IMAP_TIMEOUT_SECONDS, ca_file=settings.IMAP_CA_FILE) as client:
+    client = ImapClient(
+        mailbox, timeout=settings.IMAP_TIMEOUT_SECONDS, ca_file=settings.IMAP_CA_FILE, allowed=imap_allowed_endpoints()
+    )
+    with client:
         uids = client.search(include_seen=include_seen, since=since)
         result.found = len(uids)
         for start in range(0, len(uids), settings.IMAP_FETCH_BATCH):
@@ -285,7 +294,9 @@ def mailbox_poll(
             mappings = store_mappings()
             seen = [
                 message.uid
-                for message in client.fetch(uids[start : start + settings.IMAP_FETCH_BATCH])
+                for message in client.fetch(
+                    uids[start : start + settings.IMAP_FETCH_BATCH], max_bytes=settings.IMAP_MAX_MESSAGE_BYTES
+                )
                 if _message_capture(
                     message,
                     MessageSource(mailbox.name, client.uidvalidity, message.uid),
@@ -311,14 +322,14 @@ def mailbox_poll(
     return result
 
 
-def mailbox_polls_enqueue(*, mailbox_names: list[str]) -> list[Job]:
+def mailbox_polls_enqueue(*, mailbox_names: list[str]):
     """A poll job per mailbox, unless one is still pending or running (a slow poll is never doubled)."""
     enqueued = []
     stamp = timezone.now().strftime("%Y%m%dT%H%M%S")
     for name in mailbox_names:
         prefix = f"{POLL_KIND}:{name}:"
         with transaction.atomic():
-            if jobs_for_key_prefix(prefix).filter(status__in=[Job.Status.PENDING, Job.Status.RUNNING]).exists():
+            if jobs.has_unfinished(prefix):
                 continue
             enqueued.append(
                 jobs.enqueue(
@@ -326,3 +337,8 @@ def mailbox_polls_enqueue(*, mailbox_names: list[str]) -> list[Job]:
                 )
             )
     return enqueued
+
+
+def sessions_clear_expired() -> None:
+    """What `manage.py clearsessions` does, for beat: the session engine deletes its expired sessions."""
+    import_module(settings.SESSION_ENGINE).SessionStore.clear_expired()

@@ -3,7 +3,7 @@
 from django.db.models.signals import post_delete, post_save
 from django.dispatch import receiver
 
-from tracking.models import Store
+from stores.models import Store
 from tracking.services import store_mapping_invalidate
 
 

@@ -22,7 +22,8 @@ import queue
 import threading
 import time
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
+from typing import NamedTuple
 
 import structlog
 from django.conf import settings
@@ -35,9 +36,9 @@ from django.utils.dateparse import parse_datetime
 import jobs
 from config.db import fetch_models
 from integrations.crm_webhook.client import client_from_settings as crm_client_from_settings
+from integrations.kapa.client import MAX_QUESTIONS
 from integrations.kapa.client import client_from_settings as kapa_client_from_settings
-from jobs.models import Job
-from jobs.services import job_run
+from integrations.kapa.competitors import count_mentions
 from tracking.models import TrackedUser
 from tracking.profile import crm_profile
 
@@ -46,6 +47,7 @@ logger = structlog.get_logger(__name__)
 SYNC_KIND = "tracking.sync"
 DELIVER_KIND = "tracking.deliver_profile"
 RETENTION_KIND = "tracking.retention"
+_NEVER = datetime.min.replace(tzinfo=UTC)
 
 
 @dataclass
@@ -55,19 +57,19 @@ class SyncProgress:
     remaining: bool = False
 
 
-def daily_sync_start(*, reason: str) -> tuple[list[Job], Job]:
+def daily_sync_start(*, reason: str):
     """Queue a sync of everyone pending now and a retention pass (what the beat trigger does)."""
     with transaction.atomic():
         return profile_sync_start(reason=reason), retention_start()
 
 
-def profile_sync_start(*, reason: str) -> list[Job]:
+def profile_sync_start(*, reason: str):
     """Queue a sync of the users pending now, one job per shard; triggers within the same minute share them.
 
     Shards split the pending users by id and run side by side on separate
-    worker processes, each with its share of the calls in flight: one process
-    alone spent the sync's time waiting for its own interpreter lock rather
-    than for the CRM (bench/tracking/sync).
+    worker processes, each with its share of the calls in flight: in one
+    process alone the sync waits for its own interpreter lock rather than for
+    the CRM (bench/tracking/sync).
     """
     now = timezone.now()
     stamp = now.strftime("%Y-%m-%dT%H:%M")
@@ -80,7 +82,7 @@ def profile_sync_start(*, reason: str) -> list[Job]:
         ]
 
 
-def profile_sync_run(*, job: Job) -> SyncProgress:
+def profile_sync_run(*, job) -> SyncProgress:
     """One sync job: its shard's users pending at or before the cutoff, until none are left or time is up."""
     cutoff = parse_datetime(job.payload["cutoff"])
     shard, shards = job.payload.get("shard", 0), job.payload.get("shards", 1)
@@ -88,7 +90,7 @@ def profile_sync_run(*, job: Job) -> SyncProgress:
     progress = _sync_pending(
         cutoff=cutoff,
         deadline=deadline,
-        shard=(shard, shards),
+        shard=Shard(shard, shards),
         calls_in_flight=max(1, settings.TRACKING_SYNC_CONCURRENCY // shards),
     )
     if progress.remaining:
@@ -99,7 +101,28 @@ def profile_sync_run(*, job: Job) -> SyncProgress:
     return progress
 
 
-def _sync_pending(*, cutoff: datetime, deadline: float, shard: tuple[int, int], calls_in_flight: int) -> SyncProgress:
+class PendingUser(NamedTuple):
+    """A pending user as the sync pages through them (keyset: pending_since, id)."""
+
+    id: int
+    pending_since: datetime
+    sub: str
+
+
+class Delivery(NamedTuple):
+    """A profile delivery job the sync runs itself, with what the Kapa refresh needs."""
+
+    user_id: int
+    sub: str
+    job_id: int
+
+
+class Shard(NamedTuple):
+    number: int
+    count: int
+
+
+def _sync_pending(*, cutoff: datetime, deadline: float, shard: Shard, calls_in_flight: int) -> SyncProgress:
     progress = SyncProgress()
     lock = threading.Lock()
     todo: queue.Queue = queue.Queue(maxsize=settings.TRACKING_SYNC_BATCH)
@@ -122,7 +145,7 @@ def _sync_pending(*, cutoff: datetime, deadline: float, shard: tuple[int, int], 
 
     # Twice as many threads as calls in flight: one thread's database work overlaps another's HTTP wait,
     # so the outside services always have `calls_in_flight` calls open (bench/tracking/sync).
-    # One Kapa client (one HTTP session) per thread, made here so a configuration error fails the job.
+    # One Kapa client (its own connection pool and bound) per thread, made here so a configuration error fails the job.
     threads = [
         threading.Thread(target=work, args=(kapa_client_from_settings(),), daemon=True)
         for _ in range(2 * calls_in_flight)
@@ -148,20 +171,21 @@ def _sync_pending(*, cutoff: datetime, deadline: float, shard: tuple[int, int], 
     return progress
 
 
-def _pending_batch(*, cutoff: datetime, after: tuple | None, size: int, shard: tuple[int, int]) -> list[tuple]:
-    """(id, pending_since, sub) of the shard's pending users, oldest marker first; keyset pagination past `after`."""
-    number, shards = shard
+def _pending_batch(*, cutoff: datetime, after: PendingUser | None, size: int, shard: Shard) -> list[PendingUser]:
+    """The shard's pending users, oldest marker first; keyset pagination past `after`."""
     pending = TrackedUser.objects.filter(pending_since__isnull=False, pending_since__lte=cutoff)
-    if shards > 1:
-        pending = pending.alias(shard=Mod("id", shards)).filter(shard=number)
+    if shard.count > 1:
+        pending = pending.alias(shard=Mod("id", shard.count)).filter(shard=shard.number)
     if after:
-        after_id, after_since, _ = after
-        pending = pending.filter(Q(pending_since__gt=after_since) | Q(pending_since=after_since, id__gt=after_id))
-    return list(pending.order_by("pending_since", "id").values_list("id", "pending_since", "sub")[:size])
+        pending = pending.filter(
+            Q(pending_since__gt=after.pending_since) | Q(pending_since=after.pending_since, id__gt=after.id)
+        )
+    rows = pending.order_by("pending_since", "id").values_list("id", "pending_since", "sub")[:size]
+    return [PendingUser(*row) for row in rows]
 
 
-def _queue_deliveries(batch: list[tuple]) -> list[tuple[int, str, int]]:
-    """Clear a batch's markers and write its delivery jobs in one transaction: (user id, sub, job id).
+def _queue_deliveries(batch: list[PendingUser]) -> list[Delivery]:
+    """Clear a batch's markers and write its delivery jobs in one transaction.
 
     A marker is cleared only if no capture came since the batch was read; a
     newer one stays for the next sync. The jobs are not sent to the workers:
@@ -169,22 +193,21 @@ def _queue_deliveries(batch: list[tuple]) -> list[tuple[int, str, int]]:
     them). A batch at a time, because per user the two writes cost more CPU
     than the delivery itself (bench/tracking/sync).
     """
-    unchanged = functools.reduce(operator.or_, (Q(pk=user_id, pending_since=since) for user_id, since, _ in batch))
+    unchanged = functools.reduce(operator.or_, (Q(pk=user.id, pending_since=user.pending_since) for user in batch))
     with transaction.atomic():
         TrackedUser.objects.filter(unchanged).update(pending_since=None)
-        deliveries = jobs.enqueue_many([_delivery_spec(user_id, since) for user_id, since, _ in batch], dispatch=False)
-    return [(user_id, sub, job.pk) for (user_id, _, sub), job in zip(batch, deliveries, strict=True)]
+        jobs_queued = jobs.enqueue_many([_delivery_spec(user.id, user.pending_since) for user in batch], dispatch=False)
+    return [Delivery(user.id, user.sub, job.pk) for user, job in zip(batch, jobs_queued, strict=True)]
 
 
-def _deliver_now(delivery: tuple[int, str, int], kapa_client) -> bool:
-    user_id, sub, job_id = delivery
+def _deliver_now(delivery: Delivery, kapa_client) -> bool:
     try:
         if kapa_client is not None:
-            _kapa_refresh(user_id, sub, kapa_client)
-        job_run(job_id=job_id)  # a failed delivery is the job layer's to retry
+            _kapa_refresh(delivery.user_id, delivery.sub, kapa_client)
+        jobs.run_now(delivery.job_id)  # a failed delivery is the job layer's to retry
         return True
     except Exception:
-        logger.exception("tracking_sync_user_failed", user_id=user_id)
+        logger.exception("tracking_sync_user_failed", user_id=delivery.user_id)
         return False
 
 
@@ -195,26 +218,41 @@ def _kapa_refresh(user_id: int, sub: str, kapa_client) -> None:
         # The profile goes out with the engagement last fetched; tomorrow's sync tries again.
         logger.warning("kapa_refresh_failed", user_id=user_id, error=str(exc)[:200])
         return
-    changes = {
-        "kapa_thread_count": engagement.thread_count,
-        "kapa_last_interaction_at": engagement.last_interaction_at,
-        "kapa_questions": engagement.questions,
-        "kapa_competitor_mentions": engagement.competitor_mentions,
-        "kapa_refreshed_at": timezone.now(),
-    }
     with transaction.atomic():
         user = TrackedUser.objects.select_for_update().filter(pk=user_id).first()
         if user is None:
             return
+        changes = {
+            **_merged_engagement(engagement, user, kapa_client.competitor_rules),
+            "kapa_refreshed_at": timezone.now(),
+        }
         for field, value in changes.items():
             setattr(user, field, value)
         # Chatting with the docs bot is the user's own activity (a fetch is not): it moves the retention clock.
-        if engagement.last_interaction_at and engagement.last_interaction_at > user.last_activity_at:
-            user.last_activity_at = engagement.last_interaction_at
+        last_interaction = changes["kapa_last_interaction_at"]
+        if last_interaction and last_interaction > user.last_activity_at:
+            user.last_activity_at = last_interaction
         user.save(update_fields=[*changes, "last_activity_at", "updated_at"])
 
 
-def profile_deliveries_queue(*, user_ids: list[int]) -> list[Job]:
+def _merged_engagement(engagement, user: TrackedUser, competitor_rules) -> dict:
+    """The widget's threads as Kapa lists them, plus the threads the user started through the MCP server's
+    ask_docs, which Kapa keeps apart and we record (tracking.activity.kapa_question_record)."""
+    asked = [(parse_datetime(entry["at"]), entry["question"]) for entry in user.kapa_asked_questions]
+    widget = list(zip(engagement.question_dates, engagement.questions, strict=True))
+    # Stable: questions of one widget thread share its date and keep Kapa's newest-first order.
+    newest_first = sorted([*widget, *asked], key=lambda dated: dated[0] or _NEVER, reverse=True)
+    questions = [question for _, question in newest_first[:MAX_QUESTIONS]]
+    last_asked = asked[0][0] if asked else None
+    return {
+        "kapa_thread_count": engagement.thread_count + user.kapa_asked_thread_count,
+        "kapa_last_interaction_at": max(filter(None, [engagement.last_interaction_at, last_asked]), default=None),
+        "kapa_questions": questions,
+        "kapa_competitor_mentions": count_mentions(questions, competitor_rules),
+    }
+
+
+def profile_deliveries_queue(*, user_ids: list[int]):
     """Deliver these users' profiles now, outside the daily sync (admin, backfill): their markers are
     cleared and the deliveries go to the workers, in one transaction."""
     now = timezone.now()
@@ -264,13 +302,13 @@ def _record_delivery(user_id: int, profile: dict) -> None:
         )
 
 
-def retention_start() -> Job:
+def retention_start():
     """Queue a retention pass; triggers within the same minute share one job."""
     key = f"{RETENTION_KIND}:{timezone.now().strftime('%Y-%m-%dT%H:%M')}"
     return jobs.enqueue(RETENTION_KIND, {"part": 1}, key=key)
 
 
-def retention_run(*, job: Job) -> int:
+def retention_run(*, job) -> int:
     """Delete one batch of inactive users; a full batch queues the next part."""
     deleted = tracked_users_delete_inactive(batch_size=settings.TRACKING_RETENTION_BATCH)
     if deleted == settings.TRACKING_RETENTION_BATCH:

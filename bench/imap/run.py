@@ -76,11 +76,11 @@ from bench.common import (  # noqa: E402
 from crm.events import LEAD_CREATED  # noqa: E402
 from crm.models import Contact, Task, TimelineEvent  # noqa: E402
 from jobs.models import Job, JobAttempt  # noqa: E402
-from jobs.services import job_send_test  # noqa: E402
 from leadgen.models import Lead  # noqa: E402
+from stores.models import Store  # noqa: E402
 from tests.tracking.dovecot import Dovecot  # noqa: E402
 from tests.tracking.support import imap_session, lead_message  # noqa: E402
-from tracking.models import ENV_MAILBOX_NAME, Store  # noqa: E402
+from tracking.models import ENV_MAILBOX_NAME  # noqa: E402
 from tracking.services import POLL_KIND, lead_write_breaker  # noqa: E402
 
 # --- setup ---------------------------------------------------------------------------------------
@@ -138,7 +138,7 @@ def start_worker(server, username, password):
     }  # fmt: skip
     command = celery_worker_command(concurrency=ARGS.concurrency, name="bench-imap")
     process = start_process("worker", command, env=env, out_dir=OUT_DIR)
-    ping = job_send_test(actor="bench")
+    ping = jobs.send_test(actor="bench")
     wait_for(
         lambda: Job.objects.get(pk=ping.pk).status, process, what="the worker to start", done=lambda s: s == "succeeded"
     )

@@ -25,7 +25,6 @@ import asyncio
 import json
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -93,11 +92,7 @@ def parse_args():
 ARGS = parse_args()
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
+from bench.common import free_port  # noqa: E402  (stdlib only at import; Django is set up below)
 
 FAKE_PORT = int(os.environ.get("BENCH_FAKE_PORT") or free_port())
 FAKE_URL = f"http://127.0.0.1:{FAKE_PORT}"
@@ -517,6 +512,7 @@ def profile(count):
     from rest_framework import serializers
     from rest_framework.views import APIView
 
+    import jobs.dispatch as job_dispatch
     import jobs.services as job_services
     import leadgen.services as lead_services
 
@@ -547,7 +543,7 @@ def profile(count):
         (lead_services, "lead_create"),
         (lead_services, "lead_fan_out"),
         (job_services, "insert_many_on_conflict"),
-        (job_services.run_messages, "submit"),
+        (job_dispatch.run_messages, "submit"),
     ]
     client = Client(SERVER_NAME="localhost")
     # The run message goes out at commit, on this thread, so that its CPU is counted as its own:
@@ -587,7 +583,7 @@ LABELS = {
     "create": "INSERT of the lead (QuerySet.create)",
     "check_throttles": "throttle (config.throttling: one INCR + EXPIRE round trip to Redis)",
     "is_valid": "LeadInputSerializer validation",
-    "lead_classify": "LLM call (integrations.llm over urllib3, HTTP round trip to the fake)",
+    "lead_classify": "LLM call (integrations.llm on HttpClient over urllib3, HTTP round trip to the fake)",
     "lead_create": "lead_create's own: BEGIN/COMMIT, building the row",
     "lead_fan_out": "lead_fan_out + jobs.enqueue_many less the INSERT: building the 3 jobs",
     "insert_many_on_conflict": "INSERT of the 3 jobs (one INSERT … ON CONFLICT … RETURNING)",

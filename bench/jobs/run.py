@@ -81,7 +81,7 @@ from bench.common import (  # noqa: E402
     stop_process,
 )
 from bench.jobs import handlers as bench  # noqa: E402
-from jobs import services  # noqa: E402
+from jobs import runtime  # noqa: E402
 from jobs.models import Job, JobAttempt  # noqa: E402
 
 # --- PostgreSQL and Redis ---------------------------------------------------------------------
@@ -284,7 +284,7 @@ def profile(count):
 
     Enqueue side: exactly what run_jobs does (its run messages are purged
     afterwards). Worker side: jobs inserted without a run message, then
-    services.job_run here, wrapped in what Celery's Django fixup does around
+    runtime.job_run here, wrapped in what Celery's Django fixup does around
     every task in a prefork worker (its close_database() before and after),
     so connection handling is counted as in the worker.
     """
@@ -326,7 +326,7 @@ def profile(count):
         start = time.perf_counter()
         for job_id in ids:
             fixup.close_database()  # task_prerun
-            services.job_run(job_id=job_id)
+            runtime.job_run(job_id=job_id)
             fixup.close_database()  # task_postrun
         elapsed = time.perf_counter() - start
     out["job_run_us"] = elapsed / count * 1e6

@@ -1,6 +1,6 @@
 from django.db import migrations
 
-from jobs.permissions import SALES, grant
+from config.staff_groups import SALES, grant
 
 
 def grant_sales(apps, schema_editor):

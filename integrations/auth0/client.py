@@ -27,7 +27,8 @@ from django.core.exceptions import ImproperlyConfigured
 from django.http import HttpRequest, HttpResponseRedirect
 from joserfc.errors import JoseError
 
-from jobs.errors import PermanentError, TransientError
+from integrations.http import is_transient_status, log_failed_call
+from jobs import PermanentError, TransientError
 
 SCOPE = "openid profile email"
 
@@ -103,14 +104,22 @@ def _client(domain: str, client_id: str, client_secret: str) -> Auth0Client:
 
 @contextmanager
 def _client_errors() -> Iterator[None]:
-    """authlib's and requests' failures as the two kinds of error every client raises."""
+    """authlib's and requests' failures as the two kinds of error every client raises, logged as HttpClient logs."""
     try:
         yield
     except (requests.Timeout, requests.ConnectionError) as exc:
+        request = exc.request
+        log_failed_call(
+            "auth0",
+            method=getattr(request, "method", None),
+            url=getattr(request, "url", None),
+            timed_out=isinstance(exc, requests.Timeout),
+        )
         raise TransientError("auth0: unreachable") from exc
     except requests.HTTPError as exc:
         status = exc.response.status_code
-        kind = TransientError if status == 429 or status >= 500 else PermanentError
+        log_failed_call("auth0", method=exc.response.request.method, url=exc.response.url, status=status)
+        kind = TransientError if is_transient_status(status) else PermanentError
         raise kind(f"auth0: HTTP {status}") from exc
     except (OAuthError, JoseError, requests.RequestException, ValueError) as exc:
         # An error answer, a state not in this session, a refused code, a token failing a check,

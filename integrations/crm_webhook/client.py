@@ -34,7 +34,7 @@ from django.core.serializers.json import DjangoJSONEncoder
 from standardwebhooks import Webhook
 
 from integrations.http import HttpClient
-from jobs.errors import PermanentError
+from jobs import PermanentError
 
 # Header-safe: visible ASCII, no spaces (a job key such as "crm.deliver_profile:auth0|123" fits).
 _WEBHOOK_ID = re.compile(r"[\x21-\x7e]{1,255}")
@@ -70,10 +70,10 @@ _per_thread = threading.local()
 def client_from_settings() -> CrmWebhookClient | None:
     """None while CRM_WEBHOOK_URL is empty: delivery is off and the caller skips.
 
-    One client per thread, kept while the settings stay the same: its HTTP
-    session keeps the connection to the CRM open across deliveries (the daily
-    sync delivers from several threads, and a requests Session is not
-    thread-safe).
+    One client per thread, kept while the settings stay the same: its pool
+    keeps the connection to the CRM open across deliveries, and the daily sync
+    bounds the calls in flight of its own threads through their clients'
+    `in_flight`, which one client shared by all threads would mix up between runs.
     """
     if not settings.CRM_WEBHOOK_URL:
         return None

@@ -14,7 +14,7 @@ from datetime import date, datetime
 from imapclient import SEEN, IMAPClient
 from imapclient.exceptions import IMAPClientAbortError, IMAPClientError, LoginError
 
-from jobs.errors import PermanentError, TransientError
+from jobs import PermanentError, TransientError
 
 
 @dataclass(frozen=True)
@@ -31,15 +31,29 @@ class MailboxSettings:
 @dataclass(frozen=True)
 class FetchedMessage:
     uid: int
-    raw: bytes
+    raw: bytes  # the whole message, or only its header when it is over the size limit
     internal_date: datetime | None  # when the server received it, time-zone aware
+    size: int | None = None  # RFC822.SIZE
+    header_only: bool = False  # over the size limit: the body was never fetched
+
+
+IMAP_PORTS = (993, 143)  # what an allowlist entry without a port permits
+
+
+def endpoint_allowed(host: str, port: int, allowed: frozenset[str]) -> bool:
+    host = host.strip().lower().rstrip(".")
+    return f"{host}:{port}" in allowed or (host in allowed and port in IMAP_PORTS)
 
 
 class ImapClient:
     """One logged-in session on one folder. Use as a context manager."""
 
-    def __init__(self, mailbox: MailboxSettings, *, timeout: float, ca_file: str = ""):
+    def __init__(
+        self, mailbox: MailboxSettings, *, timeout: float, ca_file: str = "", allowed: frozenset[str] | None = None
+    ):
+        """`allowed`: the `host` / `host:port` entries a login may go to, checked before any connection."""
         self.mailbox = mailbox
+        self.allowed = allowed
         self.timeout = timeout
         self.ca_file = ca_file
         self.uidvalidity: int | None = None
@@ -54,6 +68,9 @@ class ImapClient:
 
     def connect(self):
         mailbox = self.mailbox
+        if self.allowed is not None and not endpoint_allowed(mailbox.host, mailbox.port, self.allowed):
+            # No socket is opened: the error says nothing about the host either (no port scanning through it).
+            raise PermanentError(f"imap {mailbox.name}: the host is not an allowed IMAP host")
         context = ssl.create_default_context(cafile=self.ca_file or None)
         try:
             client = IMAPClient(
@@ -96,14 +113,31 @@ class ImapClient:
             criteria += ["SINCE", since]
         return sorted(self._call("search", criteria or ["ALL"]))
 
-    def fetch(self, uids: list[int]) -> list[FetchedMessage]:
-        """The full messages, in `uids` order. BODY.PEEK leaves the \\Seen flag alone."""
-        response = self._call("fetch", uids, ["BODY.PEEK[]", "INTERNALDATE"])
-        return [
-            FetchedMessage(uid=uid, raw=response[uid][b"BODY[]"], internal_date=response[uid].get(b"INTERNALDATE"))
-            for uid in uids
-            if uid in response and b"BODY[]" in response[uid]  # expunged meanwhile by another client
-        ]
+    def fetch(self, uids: list[int], *, max_bytes: int | None = None) -> list[FetchedMessage]:
+        """The messages, in `uids` order; BODY.PEEK leaves the \\Seen flag alone.
+
+        With `max_bytes`, sizes are asked first and a message over it comes with its header only:
+        its body is never downloaded.
+        """
+        sizes, large = {}, set()
+        if max_bytes is not None:
+            sizes = {uid: data.get(b"RFC822.SIZE") for uid, data in self._call("fetch", uids, ["RFC822.SIZE"]).items()}
+            large = {uid for uid, size in sizes.items() if (size or 0) > max_bytes}
+        small = [uid for uid in uids if uid not in large]
+        response = self._call("fetch", small, ["BODY.PEEK[]", "INTERNALDATE"]) if small else {}
+        if large:
+            response.update(self._call("fetch", sorted(large), ["BODY.PEEK[HEADER]", "INTERNALDATE"]))
+        messages = []
+        for uid in uids:
+            data = response.get(uid, {})
+            raw = data.get(b"BODY[]", data.get(b"BODY[HEADER]"))
+            if raw is None:
+                continue  # expunged meanwhile by another client
+            messages.append(
+                FetchedMessage(uid=uid, raw=raw, internal_date=data.get(b"INTERNALDATE"), size=sizes.get(uid),
+                               header_only=uid in large)
+            )  # fmt: skip
+        return messages
 
     def mark_seen(self, uids: list[int]) -> None:
         self._call("add_flags", uids, [SEEN], silent=True)

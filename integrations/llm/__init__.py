@@ -1,40 +1,31 @@
 """Submission classification through an OpenAI-compatible chat-completions endpoint (a LiteLLM proxy).
 
-One POST of OpenAI's chat-completions body; the answer is read as plain
-JSON and validated strictly by `parse_classification`.
+One POST of OpenAI's chat-completions body through the project's HttpClient;
+the answer is read as plain JSON and validated strictly by `parse_classification`.
 
 It runs in the request path and the caller has a rule-based fallback, so the
-client is quick to give up: a short timeout, no retries, and every failure
-(timeout, connection error, HTTP error, an answer that is not the JSON we
-asked for) returns None instead of raising. Logs name the failure kind only,
-never the submission or the model's answer.
+client is quick to give up: a short timeout (LLM_TIMEOUT_SECONDS), no retries,
+and every failure (timeout, connection error, HTTP error, an answer that is not
+the JSON we asked for) returns None instead of raising. Logs name the failure
+kind only, never the submission or the model's answer.
 
-Why urllib3 here, not the project's HttpClient (requests) or the openai SDK:
-this call is on every intake request. The SDK cost about twice requests' CPU
-per call (request transformation, response models); requests' own per-call
-work (request preparation, cookie jar, hooks, the response object) cost more
-than the HTTP exchange underneath it: 1.2 ms against 0.5 ms of CPU per call
-for the same POST over urllib3, the library requests itself sends with
-(bench/intake). Proxies from the environment and the CA bundle are taken as
-requests would take them.
+Not the openai SDK: this call is on every intake request, and the SDK costs
+about twice the CPU per call of a plain POST (request transformation, response
+models), bench/intake.
 """
 
 import functools
 import json
 import math
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from urllib.parse import urlsplit
 
-import certifi
 import structlog
-import urllib3
 from django.conf import settings
-from requests.utils import get_environ_proxies
 
-from integrations.http import environment_ca_bundle
+from integrations.http import HttpClient, HttpTimeoutError
 from integrations.llm.prompts import CLASSIFY_SUBMISSION_SYSTEM_PROMPT, SUBMISSION_END, SUBMISSION_START
+from jobs import PermanentError, TransientError
 
 logger = structlog.get_logger(__name__)
 
@@ -42,9 +33,6 @@ CATEGORIES = frozenset({"lead", "spam", "vendor"})
 REASONING_MAX_CHARS = 1000
 # Room for the small JSON answer; a longer one is cut off and then rejected as malformed.
 MAX_ANSWER_TOKENS = 300
-# Connections kept open to the proxy, shared by the request threads of a process (beyond it a
-# connection is opened and dropped per call rather than waited for).
-POOL_SIZE = 100
 
 
 @dataclass(frozen=True)
@@ -54,55 +42,39 @@ class Classification:
     reasoning: str
 
 
-class LlmClassifier:
-    """Shared by all request threads of a process: urllib3's pool is thread-safe and keeps no cookies."""
+class LlmClassifier(HttpClient):
+    """Shared by all request threads of a process (the pool is thread-safe and keeps no cookies)."""
+
+    service = "llm"
+    # Every request thread of a process may be waiting on the proxy at once.
+    pool_size = 100
 
     def __init__(self, *, base_url: str, api_key: str, model: str, timeout_seconds: float):
-        self.url = base_url.rstrip("/") + "/chat/completions"
+        super().__init__(base_url, connect_timeout=timeout_seconds, read_timeout=timeout_seconds)
+        self.headers["Authorization"] = f"Bearer {api_key}"
         self.model = model
-        url = urlsplit(self.url)
-        self.log = logger.bind(service="llm", method="POST", host=url.hostname, path=url.path)  # as HttpClient logs
-        options = {
-            "maxsize": POOL_SIZE,
-            "retries": False,  # the caller falls back to its rules instead
-            "timeout": urllib3.Timeout(connect=timeout_seconds, read=timeout_seconds),
-            "headers": {
-                "Authorization": f"Bearer {api_key}",
-                "Content-Type": "application/json",
-                "User-Agent": settings.HTTP_USER_AGENT,
-            },
-            "ca_certs": environment_ca_bundle() or certifi.where(),
-        }
-        proxy = get_environ_proxies(self.url).get(url.scheme)
-        self.pool = urllib3.ProxyManager(proxy, **options) if proxy else urllib3.PoolManager(**options)
 
     def classify_submission(self, fields: Mapping[str, object]) -> Classification | None:
-        """The model's verdict on one form submission, or None when there is no usable verdict."""
-        body = json.dumps(classification_body(self.model, fields)).encode()
-        started = time.monotonic()
+        """The model's verdict on one form submission, or None when there is no usable verdict. Never raises."""
         try:
-            response = self.pool.request("POST", self.url, body=body)
-        except urllib3.exceptions.TimeoutError:
-            logger.warning("llm_classification_failed", reason="timeout", error="llm: timed out")
-            return None
-        except urllib3.exceptions.HTTPError as exc:  # connection refused or reset, a broken answer
-            logger.warning("llm_classification_failed", reason="unavailable", error=type(exc).__name__)
-            return None
-        status = response.status
-        self.log.info("http_request", status=status, duration_ms=int((time.monotonic() - started) * 1000))
-        if status >= 400:
-            reason = "unavailable" if status == 429 or status >= 500 else "http_error"
-            logger.warning("llm_classification_failed", reason=reason, error=f"llm: HTTP {status}")
-            return None
-        try:
-            completion = json.loads(response.data)
+            completion = self.post("chat/completions", json=classification_body(self.model, fields)).json()
+        except HttpTimeoutError as exc:
+            return _failed("timeout", error=str(exc))
+        except TransientError as exc:  # connection refused or reset, 429, 5xx
+            return _failed("unavailable", error=str(exc))
+        except PermanentError as exc:  # another 4xx: our key, model or body was refused
+            return _failed("http_error", error=str(exc))
         except ValueError:  # a body that is not JSON
-            logger.warning("llm_classification_failed", reason="malformed_answer", problem="not_a_chat_completion")
-            return None
+            return _failed("malformed_answer", problem="not_a_chat_completion")
         classification, problem = parse_classification(completion_content(completion))
         if classification is None:
-            logger.warning("llm_classification_failed", reason="malformed_answer", problem=problem)
+            return _failed("malformed_answer", problem=problem)
         return classification
+
+
+def _failed(reason: str, **details) -> None:
+    logger.warning("llm_classification_failed", reason=reason, **details)
+    return None
 
 
 def classification_body(model: str, fields: Mapping[str, object]) -> dict:

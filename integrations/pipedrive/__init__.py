@@ -9,9 +9,11 @@ authentication guide asks for it, rather than as the legacy `api_token` query
 parameter: a URL ends up in proxy logs and exception messages, a header does not.
 
 Searches are eventually consistent (a person created seconds ago may not be
-found yet), so `find_or_create_*` avoids duplicates across retries minutes
-apart, not between two concurrent calls; callers serialize per lead through
-the job key.
+found yet), so `find_or_create_*` avoids duplicates across retries seconds to
+minutes apart, not between two concurrent calls; callers serialize per lead
+through the job key. Leads and notes are looked up through their list
+endpoints (filtered by person or lead), which read the records themselves:
+a retry after a create whose answer was lost finds what it created.
 """
 
 from dataclasses import dataclass
@@ -19,7 +21,7 @@ from dataclasses import dataclass
 from django.conf import settings
 
 from integrations.http import HttpClient
-from jobs.errors import PermanentError, TransientError
+from jobs import PermanentError, TransientError
 
 # Smart BCC: the company-wide address is `<company_domain>@pipedrivemail.com`
 # (Pipedrive help, "Smart Bcc": the address is based on the company domain).
@@ -36,10 +38,10 @@ class PipedriveLead:
 class PipedriveClient(HttpClient):
     service = "pipedrive"
 
-    def __init__(self, api_token: str, *, base_url: str = "https://api.pipedrive.com", session=None):
-        super().__init__(base_url, session=session)
-        self.session.headers["x-api-token"] = api_token
-        self.session.headers["Accept"] = "application/json"
+    def __init__(self, api_token: str, *, base_url: str = "https://api.pipedrive.com"):
+        super().__init__(base_url)
+        self.headers["x-api-token"] = api_token
+        self.headers["Accept"] = "application/json"
 
     # --- persons -----------------------------------------------------------------------------
 
@@ -91,12 +93,22 @@ class PipedriveClient(HttpClient):
     # --- leads and notes ---------------------------------------------------------------------
 
     def create_lead(
-        self, *, title: str, person_id: int | None = None, organization_id: int | None = None
+        self,
+        *,
+        title: str,
+        origin_id: str | None = None,
+        person_id: int | None = None,
+        organization_id: int | None = None,
     ) -> PipedriveLead:
-        """A lead must be linked to a person, an organization or both (Pipedrive rejects it otherwise)."""
+        """A lead must be linked to a person, an organization or both (Pipedrive rejects it otherwise).
+
+        `origin_id` names our record, so `find_lead` can tell whether an earlier call created it.
+        """
         if person_id is None and organization_id is None:
             raise PermanentError("pipedrive: a lead needs a person or an organization")
         body: dict = {"title": title}
+        if origin_id is not None:
+            body["origin_id"] = origin_id
         if person_id is not None:
             body["person_id"] = person_id
         if organization_id is not None:
@@ -106,6 +118,34 @@ class PipedriveClient(HttpClient):
         if not isinstance(lead_id, str) or not lead_id:
             raise PermanentError("pipedrive: lead created without an id")
         return PipedriveLead(id=lead_id, cc_email=data.get("cc_email") or None)
+
+    def find_lead(
+        self, *, origin_id: str, person_id: int | None = None, organization_id: int | None = None
+    ) -> PipedriveLead | None:
+        """The lead with this `origin_id` among the person's (else the organization's) leads, or None.
+
+        GET /v1/leads filtered by person or organization reads the leads
+        themselves, not the search index: a lead created a moment ago is found.
+        """
+        params: dict = {"limit": 500}
+        if person_id is not None:
+            params["person_id"] = person_id
+        elif organization_id is not None:
+            params["organization_id"] = organization_id
+        else:
+            return None
+        for lead in self._list(self.get("v1/leads", params=params)):
+            if lead.get("origin_id") == origin_id and isinstance(lead.get("id"), str):
+                return PipedriveLead(id=lead["id"], cc_email=lead.get("cc_email") or None)
+        return None
+
+    def find_note_on_lead(self, *, lead_id: str, marker: str) -> int | None:
+        """The id of a note on this lead whose content contains `marker`, or None."""
+        params = {"lead_id": lead_id, "limit": 500}
+        for note in self._list(self.get("v1/notes", params=params)):
+            if marker in str(note.get("content") or ""):
+                return _id(note)
+        return None
 
     def add_note_to_lead(self, *, lead_id: str, content: str) -> int:
         """Content is HTML (Pipedrive sanitizes it); escape anything that came from a visitor."""
@@ -132,12 +172,25 @@ class PipedriveClient(HttpClient):
         entries = data.get("items") or ()
         return [entry["item"] for entry in entries if isinstance(entry, dict) and isinstance(entry.get("item"), dict)]
 
-    def _data(self, response) -> dict:
+    def _list(self, response) -> list[dict]:
+        """The items of a list endpoint (`data` is an array, or null when there are none)."""
+        payload = self._json(response)
+        if not isinstance(payload, dict) or payload.get("success") is not True:
+            raise PermanentError("pipedrive: unexpected answer")
+        items = payload.get("data") or []
+        if not isinstance(items, list):
+            raise PermanentError("pipedrive: unexpected answer")
+        return [item for item in items if isinstance(item, dict)]
+
+    def _json(self, response):
         try:
-            payload = response.json()
+            return response.json()
         except ValueError as exc:
             # A 2xx that is not JSON comes from something in between (a proxy, a maintenance page).
             raise TransientError("pipedrive: answer was not JSON") from exc
+
+    def _data(self, response) -> dict:
+        payload = self._json(response)
         if (
             not isinstance(payload, dict)
             or payload.get("success") is not True

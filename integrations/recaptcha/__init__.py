@@ -21,7 +21,7 @@ from django.conf import settings
 from django.http.request import validate_host
 
 from integrations.http import HttpClient
-from jobs.errors import PermanentError, TransientError
+from jobs import PermanentError, TransientError
 
 logger = structlog.get_logger(__name__)
 
@@ -48,9 +48,9 @@ class RecaptchaResult:
 class RecaptchaClient(HttpClient):
     service = "recaptcha"
 
-    def __init__(self, secret_key: str, *, verify_url: str, timeout_seconds: float, session=None):
+    def __init__(self, secret_key: str, *, verify_url: str, timeout_seconds: float):
         base_url, _, self.endpoint = verify_url.rpartition("/")
-        super().__init__(base_url, connect_timeout=timeout_seconds, read_timeout=timeout_seconds, session=session)
+        super().__init__(base_url, connect_timeout=timeout_seconds, read_timeout=timeout_seconds)
         self.secret_key = secret_key
 
     def verify(

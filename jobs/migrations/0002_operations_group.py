@@ -1,6 +1,6 @@
 from django.db import migrations
 
-from jobs.permissions import OPERATIONS, SALES, grant, revoke_group
+from config.staff_groups import OPERATIONS, SALES, grant, revoke_group
 
 ALL = ["view", "add", "change", "delete"]
 

@@ -209,9 +209,15 @@
     const firstName = form.elements.firstName.value.trim();
     success.querySelector("[data-success-name]").textContent = firstName ? `, ${firstName}` : "";
     success.querySelector("[data-success-email]").textContent = form.elements.email.value.trim();
+    const preview = success.querySelector("[data-success-preview]");
     if (body.previewUrl) {
-      const preview = success.querySelector("[data-success-preview]");
       preview.querySelector("a").href = body.previewUrl;
+      preview.hidden = false;
+    } else if (body.prototype && body.prototype.progressUrl) {
+      // The prototype is being built: its progress page follows it live.
+      const link = preview.querySelector("a");
+      link.href = body.prototype.progressUrl;
+      link.textContent = "Watch your prototype being built";
       preview.hidden = false;
     }
     form.hidden = true;

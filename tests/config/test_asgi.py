@@ -9,6 +9,7 @@ from channels.testing import HttpCommunicator
 from django.core.handlers.asgi import ASGIHandler
 
 from config.asgi import application
+from jobs.runtime import jobs_sweep
 from leadgen.models import Lead
 
 
@@ -58,7 +59,9 @@ def test_the_middleware_chain_and_the_view_cost_one_hand_off_not_one_per_middlew
 
 
 @pytest.mark.django_db(transaction=True)
-def test_an_async_view_still_answers_under_the_sync_chain():
+def test_an_async_view_still_answers_under_the_sync_chain(settings):
+    settings.READYZ_CACHE_SECONDS = 0
+    jobs_sweep()  # as beat does: /readyz checks that the sweep runs
     response, _ = serve(application, "GET", "/readyz", headers=[(b"accept", b"application/json")])
     assert response["status"] == 200
     assert json.loads(response["body"])["status"] == "ok"
@@ -77,8 +80,18 @@ def test_the_lead_api_saves_the_lead_and_answers_errors_per_field(settings):
     headers = [(b"content-type", b"application/json")]
     response, _ = serve(application, "POST", "/api/leads", json.dumps(body).encode(), headers)
     assert response["status"] == 200, response["body"]
-    assert Lead.objects.get(pk=json.loads(response["body"])["leadId"]).email == body["email"]
+    assert Lead.objects.get(public_id=json.loads(response["body"])["leadId"]).email == body["email"]
 
     response, _ = serve(application, "POST", "/api/leads", json.dumps({**body, "email": "nope"}).encode(), headers)
     assert response["status"] == 400
     assert "email" in json.loads(response["body"])["error"]["fields"]
+
+
+def test_daphnes_content_type_parse_is_memoized_and_answers_as_before():
+    from twisted.web import http as twisted_http
+
+    parse = twisted_http._parseContentType
+    assert parse.cache_info().maxsize == 256, "config.asgi memoizes it"
+    assert parse(b"application/x-www-form-urlencoded; charset=utf-8") == b"application/x-www-form-urlencoded"
+    assert parse(b"Multipart/Form-Data; boundary=xyz") == b"multipart/form-data"
+    assert parse(b"application/json") == parse.__wrapped__(b"application/json") == b"application/json"

@@ -8,7 +8,8 @@ from django.core.cache import cache
 from django.test import RequestFactory
 from rest_framework.request import Request
 
-from config.throttling import ScopedRateThrottle
+from config.throttling import ScopedRateThrottle, window_wait, window_waits
+from tests.conftest import free_port
 
 
 @pytest.fixture(autouse=True)
@@ -64,3 +65,16 @@ def test_clients_are_counted_apart():
 def test_without_redis_the_cache_counts(settings):
     settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
     assert [attempt(at=780.0)[0] for _ in range(6)] == [True] * 5 + [False]
+
+
+def test_an_unreachable_cache_lets_requests_through_and_says_so(settings, caplog):
+    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache",
+                                   "LOCATION": f"redis://127.0.0.1:{free_port()}/0"}}  # fmt: skip
+    assert [attempt(at=840.0)[0] for _ in range(6)] == [True] * 6
+    assert window_wait("chat:stream:ip:203.0.113.7", "1/min", now=840.0) is None
+    assert "throttle_unavailable" in caplog.text and "203.0.113.7" not in caplog.text
+
+
+def test_many_requests_are_counted_in_one_call_each_against_its_own_key():
+    waits = window_waits(["tests:a", "tests:b", "tests:a", "tests:a"], "2/min", now=900.0)
+    assert waits[:3] == [None, None, None] and waits[3] == pytest.approx(60.0)

@@ -10,7 +10,7 @@ _numbers = count(1)
 
 @pytest.fixture
 def store(db):
-    from tracking.models import Store
+    from stores.models import Store
 
     return Store.objects.create(
         franchise="OrangeTheory", name="Downtown", account_id="acct-0421", tracking_id="ST0421",

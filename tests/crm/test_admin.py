@@ -8,9 +8,9 @@ from django.urls import reverse
 from django.utils import timezone
 from pytest_django.asserts import assertContains, assertNotContains
 
+from config.staff_groups import SALES
 from crm.models import Contact, Task
 from crm.services import lead_created_process
-from jobs.permissions import SALES
 
 pytestmark = pytest.mark.django_db
 

@@ -6,9 +6,9 @@ import pytest
 from django.utils import timezone
 from playwright.sync_api import expect
 
+from config.staff_groups import SALES
 from crm.models import Task
 from crm.services import lead_created_process
-from jobs.permissions import SALES
 from tests.browser import admin_login
 
 pytestmark = pytest.mark.browser
@@ -26,7 +26,7 @@ def test_salesperson_sees_the_overdue_task_and_marks_it_done(browser_page, staff
 
     admin_login(page, "sales")
     page.locator("tr.model-task").get_by_role("link", name="Tasks").click()
-    page.locator("#changelist-filter").get_by_role("link", name="Overdue").click()
+    page.locator("#changelist-filter").get_by_role("link", name="Overdue", exact=True).click()
     row = page.locator("#result_list tbody tr")
     expect(row).to_have_count(1)
     expect(row.locator("b.overdue")).to_contain_text("overdue")

@@ -9,7 +9,6 @@ import jobs
 from crm.events import LEAD_CREATED, lead_created_key
 from crm.models import Contact, Task, TimelineEvent
 from crm.services import lead_created_process, tasks_mark_done
-from jobs import services as job_services
 from jobs.models import Job
 
 pytestmark = pytest.mark.django_db
@@ -131,7 +130,7 @@ def test_replaying_the_event_any_number_of_times_changes_nothing(make_lead):
 def test_the_handler_runs_the_processor_and_dead_letters_what_it_cannot_process(make_lead, store):
     lead = make_lead()
     job = jobs.enqueue(LEAD_CREATED, {"lead_id": lead.pk}, key=lead_created_key(lead.pk))
-    job_services.job_run(job_id=job.pk)
+    jobs.run_now(job.pk)
     job.refresh_from_db()
     assert job.status == Job.Status.SUCCEEDED and Contact.objects.count() == 1
 
@@ -139,7 +138,7 @@ def test_the_handler_runs_the_processor_and_dead_letters_what_it_cannot_process(
     broken = jobs.enqueue(LEAD_CREATED, {"lead_id": incomplete.pk}, key=lead_created_key(incomplete.pk))
     missing = jobs.enqueue(LEAD_CREATED, {"lead_id": 10**9}, key=lead_created_key(10**9))
     for dead in (broken, missing):
-        job_services.job_run(job_id=dead.pk)
+        jobs.run_now(dead.pk)
         dead.refresh_from_db()
         assert dead.status == Job.Status.DEAD and dead.attempts == 1
     assert broken.last_error == f"permanent: lead {incomplete.pk} lacks franchise, store"

@@ -146,13 +146,13 @@ def test_each_thread_keeps_one_client_until_the_settings_change(settings):
 
     settings.CRM_WEBHOOK_URL, settings.CRM_SIGNING_SECRET = "https://crm.example.com/hooks/lead", SECRET
     first = client_from_settings()
-    assert client_from_settings() is first  # its session keeps the connection open
+    assert client_from_settings() is first  # its pool keeps the connection open
 
     other_thread = []
     worker = threading.Thread(target=lambda: other_thread.append(client_from_settings()))
     worker.start()
     worker.join()
-    assert other_thread[0] is not first  # a requests Session is not shared between threads
+    assert other_thread[0] is not first  # each thread's bound on calls in flight is its own
 
     settings.CRM_WEBHOOK_URL = "https://crm.example.com/hooks/v2"
     assert client_from_settings() is not first and client_from_settings().endpoint == "./v2"

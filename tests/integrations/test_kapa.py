@@ -29,7 +29,8 @@ def owner_salt(settings):
 
 
 class FakeKapa:
-    """Kapa's agent API as documented: a session for one owner, their threads in pages, each thread's messages."""
+    """Kapa's agent API: a session for one owner (as Kapa documents it), their threads in pages and each
+    thread's messages (as Kapa's live API answers the chat widget's history)."""
 
     def __init__(self, httpserver, threads, *, page_size=2):
         self.threads = threads  # newest last, as a list comes back in no promised order
@@ -106,6 +107,9 @@ def test_engagement_pages_the_list_and_reads_questions_newest_first(httpserver, 
         "What does the free tier include?",
         "How do I migrate from Confluent Cloud?",
     ]
+    # Each question is dated by its thread's last activity: Kapa dates threads, not messages.
+    minutes = [5, 5, 60, 300]
+    assert engagement.question_dates == [NOW - timedelta(minutes=m) for m in minutes]
     # Kafka was configured and mentioned, and still is not counted.
     assert engagement.competitor_mentions == {"Confluent": 1, "Amazon MSK": 1}
 

@@ -61,3 +61,30 @@ def record_backend(job):
 def record_alone(job):
     """A long job meant to run beside others of its kind: each gets its own run message."""
     record_run(job)
+
+
+@handler("tests.sleep")
+def sleep(job):
+    """Runs for `seconds` (a long job), then records its run."""
+    time.sleep(job.payload["seconds"])
+    record_run(job)
+
+
+@handler("tests.limited", concurrency=2)
+def limited(job):
+    """Counts how many of its kind run at the same moment (the highest count is kept)."""
+    store = runs_store()
+    running = store.incr(job.payload["running"])
+    if running > int(store.get(job.payload["peak_max"]) or 0):
+        store.set(job.payload["peak_max"], running)
+    time.sleep(0.3)
+    store.decr(job.payload["running"])
+    record_run(job)
+
+
+@handler("tests.enqueue_follow_up", batched=False)
+def enqueue_follow_up(job):
+    """Queues a `tests.record` job from inside the worker, so its run message waits in this process."""
+    import jobs
+
+    jobs.enqueue("tests.record", {"runs": job.payload["runs"]}, key=f"{job.key}:follow-up")

@@ -9,15 +9,15 @@ from django.urls import reverse
 from pytest_django.asserts import assertContains, assertRedirects, assertTemplateUsed
 
 import jobs
-from jobs import services
+from config.staff_groups import OPERATIONS, SALES
+from jobs import runtime
 from jobs.models import Job
-from jobs.permissions import OPERATIONS, SALES
 
 pytestmark = pytest.mark.django_db
 
 PASSWORD = "a long test password"
 CHANGELIST = "admin:jobs_job_changelist"
-GROUP_APPS = {"jobs", "django_celery_beat", "tracking", "leadgen"}
+GROUP_APPS = {"jobs", "django_celery_beat", "tracking", "leadgen", "stores", "blog"}
 BEAT_MODELS = ["periodictask", "intervalschedule", "crontabschedule", "solarschedule", "clockedschedule"]
 
 
@@ -45,7 +45,7 @@ def sales_client(client, make_user):
 
 def dead_job(key, payload=None) -> Job:
     job = jobs.enqueue("tests.permanent", payload or {}, key=key)
-    services.job_run(job_id=job.pk)
+    runtime.job_run(job_id=job.pk)
     job.refresh_from_db()
     assert job.status == Job.Status.DEAD
     return job
@@ -100,15 +100,16 @@ def group_perms(name) -> set[str]:
 def test_migrate_creates_the_operations_group():
     expected = {"jobs.view_job", "jobs.change_job", "jobs.view_jobattempt"}
     expected |= {f"django_celery_beat.{a}_{m}" for m in BEAT_MODELS for a in ("view", "add", "change", "delete")}
-    expected |= {"tracking.view_store", "tracking.add_store", "tracking.change_store", "tracking.view_emaillead"}
+    expected |= {"stores.view_store", "stores.add_store", "stores.change_store", "tracking.view_emaillead"}
     expected |= {f"tracking.{a}_mailbox" for a in ("view", "add", "change", "delete")}
-    expected |= {"tracking.view_trackeduser"}
+    expected |= {"tracking.view_trackeduser", "tracking.deliver_trackeduser"}
+    expected |= {"blog.view_blogcache", "blog.purge_blogcache"}
     assert group_perms(OPERATIONS) == expected
 
 
 def test_migrate_creates_the_sales_group_without_job_access(make_user):
     assert group_perms(SALES) == {
-        "leadgen.view_lead", "leadgen.add_lead", "leadgen.change_lead", "tracking.view_store",
+        "leadgen.view_lead", "leadgen.add_lead", "leadgen.change_lead", "stores.view_store",
         "tracking.view_emaillead", "tracking.view_trackeduser",
     }  # fmt: skip
     sales = make_user("sales", SALES)

@@ -6,9 +6,9 @@ import pytest
 from playwright.sync_api import expect
 
 import jobs
-from jobs import services
+from config.staff_groups import OPERATIONS
+from jobs import runtime
 from jobs.models import Job
-from jobs.permissions import OPERATIONS
 from tests.browser import admin_login
 
 pytestmark = pytest.mark.browser
@@ -27,9 +27,9 @@ def open_jobs(page):
 def test_operator_replays_a_dead_job(browser_page, operator):
     page = browser_page
     dead = jobs.enqueue("tests.permanent", {}, key="order:1:confirmation")
-    services.job_run(job_id=dead.pk)
+    runtime.job_run(job_id=dead.pk)
     other = jobs.enqueue("tests.permanent", {}, key="order:2:confirmation")
-    services.job_run(job_id=other.pk)
+    runtime.job_run(job_id=other.pk)
 
     admin_login(page, "ops")
     open_jobs(page)

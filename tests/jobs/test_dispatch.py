@@ -13,8 +13,7 @@ from django.test import override_settings
 
 import jobs
 from jobs import JobSpec
-from jobs.dispatch import RunMessageBatcher
-from jobs.services import run_messages
+from jobs.dispatch import RunMessageBatcher, run_messages
 
 pytestmark = pytest.mark.django_db
 

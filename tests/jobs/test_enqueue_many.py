@@ -13,8 +13,10 @@ from django.utils import timezone
 
 import jobs
 from jobs import JobSpec
+from jobs.dispatch import run_messages
 from jobs.models import Job
-from jobs.services import REDISPATCH_AFTER, jobs_sweep, run_messages
+from jobs.runtime import jobs_sweep
+from jobs.services import REDISPATCH_AFTER
 from jobs.tasks import run_jobs
 
 pytestmark = pytest.mark.django_db

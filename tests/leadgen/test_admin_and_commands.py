@@ -9,9 +9,9 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.utils import timezone
 
-from jobs import services as job_services
+import jobs
+from config.staff_groups import SALES
 from jobs.models import Job
-from jobs.permissions import SALES
 from leadgen.models import Lead
 from leadgen.rules import Classification
 from leadgen.services import lead_create
@@ -80,7 +80,7 @@ def test_resync_action_replays_a_failed_pipedrive_sync(sales_client, settings):
     lead = make_lead()
     sync = Job.objects.get(kind="leadgen.pipedrive_sync")
     Job.objects.filter(pk=sync.pk).update(max_attempts=1)
-    job_services.job_run(job_id=sync.pk)
+    jobs.run_now(sync.pk)
     sync.refresh_from_db()
     lead.refresh_from_db()
     assert sync.status == "dead" and lead.pipedrive_state == "failed"

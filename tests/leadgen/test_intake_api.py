@@ -102,8 +102,13 @@ def test_a_lead_is_saved_and_its_side_effects_queued(client):
     response = post_lead(client, submission())
     assert response.status_code == 200, response.content
     body = response.json()
-    lead = Lead.objects.get(pk=body["leadId"])
-    assert body == {"leadId": lead.pk, "previewUrl": None, "pipedrive": {"status": "pending", "leadId": None}}
+    lead = Lead.objects.get(public_id=body["leadId"])
+    assert body == {
+        "leadId": str(lead.public_id),
+        "previewUrl": None,
+        "pipedrive": {"status": "pending", "leadId": None},
+        "prototype": None,
+    }
     assert (lead.status, lead.category, lead.classified_by) == ("lead", "lead", "rules")
     assert lead.phone == "+14155550100", "normalized to E.164"
     assert lead.steps == {"teamSize": "10-50", "tools": ["HubSpot", "Sheets"]}
@@ -129,7 +134,7 @@ def test_a_new_lead_and_its_jobs_are_two_inserts_and_one_run_message(client, dja
     writes = [q["sql"].split()[0] for q in queries.captured_queries if not q["sql"].startswith(ignored)]
     assert writes == ["INSERT", "INSERT"], "the lead, then its three jobs in one statement"
     assert len(callbacks) == 1, "one after-commit callback publishes the due jobs"
-    lead = Lead.objects.get(pk=response.json()["leadId"])
+    lead = Lead.objects.get(public_id=response.json()["leadId"])
     assert lead.pipedrive_state == Lead.PipedriveState.PENDING
     dispatched = Job.objects.filter(key__endswith=f":{lead.pk}", dispatched_at__isnull=False)
     assert sorted(dispatched.values_list("kind", flat=True)) == ["leadgen.lead_alert", "leadgen.pipedrive_sync"]
@@ -273,7 +278,7 @@ def test_debug_skips_recaptcha(client, recaptcha, httpserver, settings):
 def test_a_wrong_chat_key_is_refused_not_downgraded(client):
     response = post_lead(client, submission(), HTTP_X_CHAT_API_KEY="guess")
     assert response.status_code == 401
-    assert response.json()["error"]["code"] == "invalid_api_key"
+    assert response.json()["error"]["code"] == "invalid_credentials"
     assert not Lead.objects.exists()
 
 
@@ -347,12 +352,12 @@ def test_lookup_needs_the_chat_key(client):
 
 
 def test_lookup_finds_the_lead_and_its_rate_limit_state(client):
-    post_lead(client, submission(serviceType="diagnostic"), HTTP_X_CHAT_API_KEY=CHAT_KEY, HTTP_X_USER_IP="203.0.113.7")
+    post_lead(client, submission(serviceType="diagnostic"), REMOTE_ADDR="203.0.113.7")
     ChatSession.objects.create(session_id="chat-1", client_ip="203.0.113.7")
     body = lookup(client, email="ADA@analytical.example", sessionId="chat-1").json()
     lead = Lead.objects.get()
     assert body["found"] is True
-    assert body["lead"]["leadId"] == lead.pk and body["lead"]["status"] == "lead"
+    assert body["lead"]["leadId"] == str(lead.public_id) and body["lead"]["status"] == "lead"
     assert body["rateLimit"]["email"]["inProgress"] is True
     assert body["rateLimit"]["ip"]["inProgress"] is True, "IP taken from the chat session"
 
@@ -367,6 +372,21 @@ def test_lookup_of_an_unknown_email(client):
 def test_lookup_validates_its_query(client):
     response = lookup(client, email="nope")
     assert response.status_code == 400 and "email" in response.json()["error"]["fields"]
+
+
+def test_lookup_session_ids_are_checked_whole_and_an_empty_one_means_none(client):
+    assert lookup(client, email="a@example.com", sessionId="chat-1\n").status_code == 400
+    assert lookup(client, email="a@example.com", sessionId="chat 1").status_code == 400
+    empty = lookup(client, email="a@example.com", sessionId="")
+    assert empty.status_code == 200 and empty.json()["rateLimit"]["ip"] is None
+
+
+def test_a_malformed_chat_session_header_is_a_400_even_beside_a_body_session(client):
+    response = post_lead(
+        client, submission(sessionId="chat-1"), HTTP_X_CHAT_API_KEY=CHAT_KEY, HTTP_X_CHAT_SESSION_ID="{}"
+    )
+    assert response.status_code == 400 and "X-Chat-Session-Id" in response.json()["error"]["fields"]
+    assert Lead.objects.count() == 0
 
 
 def test_a_malformed_visitor_ip_from_the_chat_agent_is_a_400(client):

@@ -53,7 +53,7 @@ def fresh_tracking_state():
 
 @pytest.fixture
 def make_store(db):
-    from tracking.models import Store
+    from stores.models import Store
 
     def make(**fields):
         defaults = {

@@ -1,4 +1,4 @@
-"""A throwaway dovecot IMAP server for tests and benchmarks (STACK.md, trap 9).
+"""A throwaway dovecot IMAP server for tests and benchmarks.
 
 It runs from its own config file in a temporary directory: TLS on (implicit
 TLS on one port, STARTTLS on another, plaintext login refused on both) with a

@@ -17,11 +17,12 @@ from django.utils import timezone
 from standardwebhooks import Webhook
 from werkzeug import Response
 
+import jobs
 from crm.redaction import find_pii
 from jobs.models import Job
-from jobs.services import jobs_sweep
+from jobs.runtime import jobs_sweep
 from tests.conftest import subprocess_env
-from tests.integrations.test_kapa import API_KEY, PROJECT, SALT, SUB, FakeKapa, thread
+from tests.integrations.test_kapa import API_KEY, NOW, PROJECT, SALT, SUB, FakeKapa, thread
 from tests.tracking.support import run_jobs
 from tracking import activity, sync
 from tracking.models import TrackedUser
@@ -140,7 +141,7 @@ def test_a_capture_during_the_sync_keeps_the_user_pending_for_the_next_one(crm):
     user = TrackedUser.objects.get()
     read_marker = user.pending_since
     activity.mcp_tool_call_record(sub=user.sub, tool="search_docs")  # after the sync read the row
-    (delivery,) = sync._queue_deliveries([(user.pk, read_marker, user.sub)])
+    (delivery,) = sync._queue_deliveries([sync.PendingUser(user.pk, read_marker, user.sub)])
     sync._deliver_now(delivery, kapa_client=None)
     assert TrackedUser.objects.get().is_pending
     assert crm.profiles()[0]["mcp"]["mcpTools"] == {"search_docs": 1}  # the delivery carries the latest state
@@ -190,6 +191,79 @@ def test_the_sync_refreshes_kapa_engagement_before_delivering(crm, httpserver, s
     assert TrackedUser.objects.get().kapa_competitor_mentions == {"Confluent": 1}
 
 
+@pytest.fixture
+def kapa_settings(httpserver, settings):
+    settings.KAPA_API_URL = httpserver.url_for("/")
+    settings.KAPA_API_KEY, settings.KAPA_PROJECT_ID, settings.KAPA_OWNER_SALT = API_KEY, PROJECT, SALT
+    settings.KAPA_COMPETITORS = ["Confluent", "Redpanda"]
+
+
+def test_questions_asked_through_mcp_are_merged_with_the_widget_threads(crm, httpserver, kapa_settings):
+    FakeKapa(
+        httpserver, [thread(1, "Is Confluent faster?", minutes_ago=30), thread(2, "Tiered storage?", minutes_ago=5)]
+    )
+    activity.tracked_user_sign_in(sub=SUB, channel="docs-login", email="kim@acme.com")
+    for thread_id, question, minutes_ago in (("t-1", "Redpanda vs us?", 60), ("t-2", "How do I enable TLS?", 1)):
+        activity.kapa_question_record(
+            sub=SUB, thread_id=thread_id, question=question, at=NOW - timedelta(minutes=minutes_ago)
+        )
+    run_sync()
+    kapa = crm.profiles()[0]["kapa"]
+    assert kapa["kapaConversations"] == 4
+    # Newest first across both: the widget's questions are dated by their thread's last activity.
+    assert kapa["kapaQuestions"] == [
+        "How do I enable TLS?", "Tiered storage?", "Is Confluent faster?", "Redpanda vs us?"
+    ]  # fmt: skip
+    assert kapa["kapaLastInteractionAt"] == (NOW - timedelta(minutes=1)).isoformat()
+    assert TrackedUser.objects.get().kapa_competitor_mentions == {"Confluent": 1, "Redpanda": 1}
+
+
+def test_a_user_who_only_asked_through_mcp_has_kapa_engagement(crm, httpserver, kapa_settings):
+    FakeKapa(httpserver, [])
+    asked_at = timezone.now() - timedelta(minutes=3)
+    activity.kapa_question_record(sub=SUB, thread_id="t-1", question="Does Confluent  Cloud work?", at=asked_at)
+    activity.kapa_question_record(sub=SUB, thread_id="t-2", question="Mail me at kim@acme.com", at=asked_at)
+    assert TrackedUser.objects.get().is_pending  # asking is activity: the next sync delivers the user
+    run_sync()
+    kapa = crm.profiles()[0]["kapa"]
+    assert kapa["kapaConversations"] == 2
+    # Our own capture of free text: whitespace collapsed and personal data masked, as the widget's questions are.
+    assert kapa["kapaQuestions"] == ["Mail me at [EMAIL]", "Does Confluent Cloud work?"]
+    assert kapa["kapaLastInteractionAt"] == asked_at.isoformat()
+    assert TrackedUser.objects.get().kapa_competitor_mentions == {"Confluent": 1}
+
+
+def test_asked_questions_are_capped_per_user_and_the_threads_still_counted(crm, httpserver, kapa_settings):
+    FakeKapa(httpserver, [])
+    for n in range(activity.KAPA_ASKED_QUESTIONS_CAP + 5):
+        activity.kapa_question_record(sub=SUB, thread_id=f"t-{n}", question=f"Question {n}?")
+    # A thread already recorded is not counted twice (a question Kapa's Chat answers always starts a new one).
+    last = activity.KAPA_ASKED_QUESTIONS_CAP + 4
+    activity.kapa_question_record(sub=SUB, thread_id=f"t-{last}", question="A follow-up in an old thread?")
+    user = TrackedUser.objects.get()
+    assert len(user.kapa_asked_questions) == activity.KAPA_ASKED_QUESTIONS_CAP
+    assert user.kapa_asked_thread_count == activity.KAPA_ASKED_QUESTIONS_CAP + 5
+    assert user.kapa_asked_questions[0]["question"] == "A follow-up in an old thread?"
+    run_sync()
+    kapa = crm.profiles()[0]["kapa"]
+    assert kapa["kapaConversations"] == activity.KAPA_ASKED_QUESTIONS_CAP + 5
+    assert len(kapa["kapaQuestions"]) == activity.KAPA_ASKED_QUESTIONS_CAP
+
+
+def test_when_kapa_fails_the_profile_keeps_the_last_engagement_whole(crm, httpserver, kapa_settings):
+    httpserver.expect_request(f"/agent/v1/projects/{PROJECT}/agent/sessions/", method="POST").respond_with_json(
+        {"detail": "Service unavailable."}, status=503
+    )
+    activity.tracked_user_sign_in(sub=SUB, channel="docs-login", email="kim@acme.com")
+    TrackedUser.objects.update(kapa_thread_count=3, kapa_questions=["Tiered storage?"])
+    activity.kapa_question_record(sub=SUB, thread_id="t-1", question="How do I enable TLS?")
+    run_sync()
+    kapa = crm.profiles()[0]["kapa"]
+    assert kapa["kapaConversations"] == 3 and kapa["kapaQuestions"] == ["Tiered storage?"]
+    # Still recorded: the next sync that reaches Kapa merges it.
+    assert TrackedUser.objects.get().kapa_asked_thread_count == 1
+
+
 def test_past_its_time_budget_the_sync_queues_its_continuation_which_finishes(crm, settings):
     settings.TRACKING_SYNC_TIME_BUDGET_SECONDS = 0
     make_users(3)
@@ -206,9 +280,8 @@ def test_shards_split_the_pending_users_and_each_delivers_only_its_own(crm, sett
     make_users(9)
     shards = sync.profile_sync_start(reason="test")
     assert [job.payload["shard"] for job in shards] == [0, 1, 2]
-    from jobs.services import job_run
 
-    job_run(job_id=shards[1].pk)
+    jobs.run_now(shards[1].pk)
     ids = TrackedUser.objects.filter(pending_since__isnull=True).values_list("id", flat=True)
     assert len(crm.received) == 3 and all(user_id % 3 == 1 for user_id in ids)
     run_jobs(sync.SYNC_KIND)
@@ -222,7 +295,7 @@ def test_a_sync_killed_midway_resumes_and_every_pending_user_is_delivered(httpse
     settings.TRACKING_SYNC_SHARDS = 1
     (job,) = sync.profile_sync_start(reason="test")
     env = subprocess_env(CRM_WEBHOOK_URL=crm.url, CRM_SIGNING_SECRET=SECRET, TRACKING_SYNC_CONCURRENCY=2)
-    code = f"import django; django.setup(); from jobs.services import job_run; job_run(job_id={job.pk})"
+    code = f"import django; django.setup(); import jobs; jobs.run_now({job.pk})"
     worker = subprocess.Popen([sys.executable, "-c", code], env=env, start_new_session=True)
     try:
         deadline = time.monotonic() + 60
@@ -285,7 +358,7 @@ def test_internal_triggers_need_the_invoke_secret(client, settings, path):
     settings.CRM_INVOKE_SECRET = INVOKE_SECRET
     for wrong in ("", "Bearer nope", f"Basic {INVOKE_SECRET}", f"Bearer {INVOKE_SECRET}x"):
         response = client.post(path, HTTP_AUTHORIZATION=wrong)
-        assert response.status_code == 401 and response.json()["error"]["code"] == "invalid_invoke_secret"
+        assert response.status_code == 401 and response.json()["error"]["code"] == "invalid_credentials"
     assert not Job.objects.exists()
     response = client.post(path, HTTP_AUTHORIZATION=f"Bearer {INVOKE_SECRET}")
     assert response.status_code == 202

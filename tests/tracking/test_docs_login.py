@@ -3,9 +3,14 @@
 import time
 
 import pytest
+from django.conf import settings
+from django.contrib.sessions.models import Session
+from django.core.cache import cache
 from django.core.exceptions import ImproperlyConfigured
 from django.test import Client, RequestFactory
+from django.urls import reverse
 from joserfc.jwk import OctKey
+from rest_framework.throttling import SimpleRateThrottle
 
 from integrations.auth0.client import issuer_from_domain
 from tests.conftest import free_port
@@ -15,6 +20,8 @@ from tracking.docs_auth import docs_session_sub
 from tracking.models import TrackedUser
 
 pytestmark = pytest.mark.django_db
+
+DOCS_COOKIE = settings.DOCS_SESSION_COOKIE_NAME
 
 CLIENT_ID = "pQ7rN2xLk9sVw4ZbT1cYh8mJd3fGa6Ue"
 CLIENT_SECRET = "Xk3v9Qm2Lr7TzW5nB8cH1yJd4fGs6Pa0Ue2Ri9Ot5Yw3Zq7Nv1Mb8Cx4Ly6Kj2Hg"
@@ -40,6 +47,7 @@ def signing_key():
 @pytest.fixture
 def auth0(httpserver, settings, signing_key):
     tenant = FakeAuth0(httpserver, client_id=CLIENT_ID, client_secret=CLIENT_SECRET, signing_key=signing_key)
+    cache.clear()  # the per-IP docs-login throttle: every test client signs in from 127.0.0.1
     settings.AUTH0_DOMAIN = tenant.domain
     settings.AUTH0_CLIENT_ID = CLIENT_ID
     settings.AUTH0_CLIENT_SECRET = CLIENT_SECRET
@@ -61,12 +69,13 @@ def sign_in(client, auth0, *, next_path=None, profile=JANE, **login):
 
 def session_sub(client):
     request = RequestFactory().get("/")
-    request.session = client.session
+    if DOCS_COOKIE in client.cookies:
+        request.COOKIES[DOCS_COOKIE] = client.cookies[DOCS_COOKIE].value
     return docs_session_sub(request)
 
 
 def test_sign_in_records_the_reader_and_opens_their_docs_session(client, auth0):
-    anonymous_session = client.get("/docs/login").cookies["sessionid"].value
+    anonymous_session = client.get("/docs/login").cookies[DOCS_COOKIE].value
 
     response = sign_in(client, auth0, next_path="/docs/kafka/get-started/?tab=cloud")
 
@@ -85,7 +94,7 @@ def test_sign_in_records_the_reader_and_opens_their_docs_session(client, auth0):
     assert user.is_pending
     assert session_sub(client) == JANE["sub"]
     # A session id that existed before the login is not the signed-in one.
-    assert response.cookies["sessionid"].value != anonymous_session
+    assert response.cookies[DOCS_COOKIE].value != anonymous_session
 
 
 def test_authorize_redirect_goes_to_the_tenant_with_this_sites_callback(client, auth0):
@@ -256,7 +265,7 @@ def test_login_is_off_until_configured(client, settings, unset):
         assert response.content.decode() == "Docs login is not configured."
 
 
-def test_an_unreachable_tenant_is_reported_not_crashed_on(client, settings):
+def test_an_unreachable_tenant_is_reported_not_crashed_on(client, settings, caplog):
     settings.AUTH0_DOMAIN = f"http://127.0.0.1:{free_port()}"
     settings.AUTH0_CLIENT_ID = CLIENT_ID
     settings.AUTH0_CLIENT_SECRET = CLIENT_SECRET
@@ -265,6 +274,11 @@ def test_an_unreachable_tenant_is_reported_not_crashed_on(client, settings):
 
     assert response.status_code == 502
     assert response.content.decode() == "The sign-in service is not answering. Please try again in a minute."
+    [failed_call] = [
+        r.msg for r in caplog.records if isinstance(r.msg, dict) and r.msg.get("event") == "http_connection_error"
+    ]
+    assert failed_call["service"] == "auth0"
+    assert (failed_call["host"], failed_call["path"]) == ("127.0.0.1", "/.well-known/openid-configuration")
 
 
 @pytest.mark.parametrize(
@@ -283,3 +297,41 @@ def test_the_tenant_issuer_is_read_from_a_domain_or_a_url(domain, issuer):
 def test_a_domain_that_is_not_a_tenant_address_is_refused(domain):
     with pytest.raises(ImproperlyConfigured):
         issuer_from_domain(domain)
+
+
+# --- the docs session is not the admin's; bursts; only a verified email counts -------------------------
+
+
+def test_signing_out_of_the_docs_leaves_the_admin_session_alone(client, auth0, django_user_model):
+    client.force_login(django_user_model.objects.create_superuser("root", "root@example.com", "pw"))
+    assert sign_in(client, auth0).status_code == 302
+    assert client.get(reverse("admin:index")).status_code == 200, "signing in to the docs kept staff signed in"
+
+    assert client.post("/docs/logout").status_code == 302
+
+    assert client.get(reverse("admin:index")).status_code == 200, "still signed in to the admin"
+    assert client.cookies[settings.DOCS_SESSION_COOKIE_NAME].value == "", "the docs session ended"
+
+
+def test_an_admin_session_is_not_a_docs_sign_in(client, django_user_model):
+    client.force_login(django_user_model.objects.create_superuser("root", "root@example.com", "pw"))
+    request = client.get(reverse("admin:index")).wsgi_request
+    request.session["docs_sub"] = "auth0|planted"  # written into the admin session, as before the split
+    assert docs_session_sub(request) is None
+
+
+@pytest.mark.parametrize("claim", [None, "true", 1])
+def test_only_a_true_email_verified_claim_counts(client, auth0, claim):
+    assert sign_in(client, auth0, claims={"email_verified": claim}).status_code == 302
+    user = TrackedUser.objects.get()
+    assert user.email == "" and user.given_name == "Jane"
+
+
+def test_cookieless_docs_login_bursts_are_refused_before_a_session_is_written(client, auth0, monkeypatch):
+    monkeypatch.setitem(SimpleRateThrottle.THROTTLE_RATES, "docs_login", "3/min")
+    statuses = []
+    for _ in range(5):
+        client.cookies.clear()
+        statuses.append(client.get("/docs/login").status_code)
+    assert statuses == [302, 302, 302, 429, 429]
+    assert Session.objects.count() == 3

@@ -18,9 +18,9 @@ from django.core import mail
 from django.db import connection
 from django.utils import timezone
 
+import jobs
 from crm.events import LEAD_CREATED
 from crm.models import Contact, Task, TimelineEvent
-from jobs import services as job_services
 from jobs.breaker import CacheCircuitStorage
 from jobs.models import Job
 from leadgen.models import Lead
@@ -105,7 +105,7 @@ def test_database_failure_mid_poll_parks_leads_opens_the_breaker_and_retries_del
 
         # A retry while the breaker is open does not touch the database; it waits for the breaker.
         Job.objects.filter(pk=parked[11].pk).update(run_after=timezone.now())
-        job_services.job_run(job_id=parked[11].pk)
+        jobs.run_now(parked[11].pk)
         parked[11].refresh_from_db()
         assert (parked[11].status, parked[11].attempts) == (Job.Status.PENDING, 1)
         assert "circuit breaker is open" in parked[11].last_error
@@ -170,7 +170,7 @@ def test_a_permanently_failing_lead_is_dead_lettered_alerted_and_replayable(mail
             assert personal not in alert.subject + alert.body, "the alert carries no personal data"
         assert not Lead.objects.filter(first_name="Poison").exists()
 
-    assert job_services.jobs_replay(job_ids=[retry.pk], actor="ops") == 1
+    assert jobs.replay(job_ids=[retry.pk], actor="ops") == 1
     run_jobs(LEAD_RETRY_KIND)
     lead = Lead.objects.get(first_name="Poison")
     assert Job.objects.filter(kind=LEAD_CREATED, key=f"{LEAD_CREATED}:{lead.pk}").exists()

@@ -1,8 +1,10 @@
 """First-party capture: docs page views, MCP sign-ins and tool calls, and the pending marker they set."""
 
 from datetime import UTC, datetime, timedelta
+from importlib import import_module
 
 import pytest
+from django.conf import settings
 from django.core.cache import cache
 from django.utils import timezone
 
@@ -30,9 +32,11 @@ def ada():
 
 
 def docs_client(client, sub):
-    session = client.session
+    """A browser signed in to the docs: its docs session (its own cookie) carries the reader's sub."""
+    session = import_module(settings.SESSION_ENGINE).SessionStore()
     session["docs_sub"] = sub
     session.save()
+    client.cookies[settings.DOCS_SESSION_COOKIE_NAME] = session.session_key
     return client
 
 
@@ -178,6 +182,24 @@ def test_mcp_tool_calls_count_per_tool_and_keep_capped_agent_context(client):
     assert all(len(intent["context"]) <= activity.TEXT_CAP for intent in intents)
 
 
+def test_a_batch_of_tool_calls_of_several_users_is_recorded_as_if_one_by_one(ada):
+    earlier, later = datetime(2026, 11, 2, 9, 0, tzinfo=UTC), datetime(2026, 11, 2, 9, 5, tzinfo=UTC)
+    users = activity.mcp_tool_calls_record([
+        activity.McpToolCall(sub=ada.sub, tool="search_docs", context="first reason", at=earlier),
+        activity.McpToolCall(sub="auth0|new", tool="ask_docs", client_name="Goose", at=earlier),
+        activity.McpToolCall(sub=ada.sub, tool="search_docs", context="second reason", at=later),
+        activity.McpToolCall(sub=ada.sub, tool="get_page", user_agent="claude-code/1.0", at=earlier),
+    ])  # fmt: skip
+    assert set(users) == {ada.sub, "auth0|new"}
+    ada_now, new = TrackedUser.objects.get(sub=ada.sub), TrackedUser.objects.get(sub="auth0|new")
+    assert ada_now.mcp_tool_counts == {"search_docs": 2, "get_page": 1}
+    assert [intent["context"] for intent in ada_now.mcp_agent_intents] == ["second reason", "first reason"]
+    assert ada_now.mcp_last_tool_at == later and ada_now.mcp_client == "Claude Code"
+    assert ada_now.email == "ada@acme.com"  # columns a tool call does not change are left as they were
+    assert (new.mcp_tool_counts, new.mcp_client, new.last_channel) == ({"ask_docs": 1}, "Goose", "mcp")
+    assert new.signed_up_at == earlier and new.is_pending and ada_now.is_pending
+
+
 def test_an_mcp_sign_in_records_identity_and_channel(client, ada):
     body = {"type": "sign_in", "sub": ada.sub, "userAgent": "claude-code/1.0", "orgName": "Acme Corp"}
     assert mcp_event(client, body).status_code == 204
@@ -194,7 +216,7 @@ def test_an_mcp_sign_in_records_identity_and_channel(client, ada):
 def test_the_mcp_events_endpoint_refuses_a_wrong_key_and_records_nothing(client, key):
     response = mcp_event(client, {"sub": "auth0|eve", "tool": "search_docs"}, key=key)
     assert response.status_code == 401
-    assert response.json()["error"]["code"] == "invalid_service_key"
+    assert response.json()["error"]["code"] == "invalid_credentials"
     assert not TrackedUser.objects.filter(sub="auth0|eve").exists()
 
 

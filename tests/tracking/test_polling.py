@@ -163,6 +163,7 @@ def test_an_admin_mailbox_over_starttls_takes_its_password_from_the_named_variab
     username, password = dovecot.add_user()
     dovecot.deliver(username, [lead_message()])
     settings.IMAP_CA_FILE = str(dovecot.ca_file)
+    settings.IMAP_ALLOWED_HOSTS = [f"{dovecot.host}:{dovecot.starttls_port}"]
     Mailbox.objects.create(
         name="sales", host=dovecot.host, port=dovecot.starttls_port, use_ssl=False, username=username,
         password_env_var="IMAP_PASSWORD_SALES_TEST",
@@ -195,11 +196,14 @@ def test_connection_failures_are_transient_and_configuration_errors_permanent(ma
         poll()
 
 
-def test_beat_enqueues_one_poll_job_per_mailbox_and_never_doubles_one(mailbox, make_store, monkeypatch):
+def test_beat_enqueues_one_poll_job_per_mailbox_and_never_doubles_one(mailbox, make_store, monkeypatch, settings):
     make_store()
+    settings.IMAP_ALLOWED_HOSTS = ["127.0.0.1"]
     mailbox.deliver(lead_message())
-    Mailbox.objects.create(name="idle", host="127.0.0.1", username="x", password_env_var="IMAP_IDLE_TEST")
-    Mailbox.objects.create(name="off", host="127.0.0.1", username="x", password_env_var="X", is_active=False)
+    Mailbox.objects.create(name="idle", host="127.0.0.1", username="x", password_env_var="IMAP_PASSWORD_IDLE_TEST")
+    Mailbox.objects.create(
+        name="off", host="127.0.0.1", username="x", password_env_var="IMAP_PASSWORD_X", is_active=False
+    )
 
     first = tasks.poll_mailboxes()
     assert sorted(Job.objects.filter(pk__in=first).values_list("payload__mailbox", flat=True)) == ["env", "idle"]
@@ -208,7 +212,7 @@ def test_beat_enqueues_one_poll_job_per_mailbox_and_never_doubles_one(mailbox, m
     run_jobs(POLL_KIND)
     env_job, idle_job = (Job.objects.get(pk=pk) for pk in sorted(first))
     assert env_job.status == Job.Status.SUCCEEDED and Lead.objects.count() == 1
-    assert idle_job.status == Job.Status.DEAD and "IMAP_IDLE_TEST is not set" in idle_job.last_error
+    assert idle_job.status == Job.Status.DEAD and "IMAP_PASSWORD_IDLE_TEST is not set" in idle_job.last_error
 
     again = tasks.poll_mailboxes()
     assert len(again) == 2, "the next beat polls again"

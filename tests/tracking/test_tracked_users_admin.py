@@ -1,12 +1,12 @@
-"""Sales staff see tracked users, the payload the CRM got and would get, and deliver a user now."""
+"""Sales staff see tracked users and the payload the CRM got and would get; operations deliver a user now."""
 
 import pytest
 from django.utils import timezone
 from playwright.sync_api import expect
 
+from config.staff_groups import OPERATIONS, SALES
 from jobs.models import Job
-from jobs.permissions import SALES
-from tests.browser import STAFF_PASSWORD, admin_login
+from tests.browser import admin_login
 from tracking import activity
 from tracking.models import TrackedUser
 from tracking.sync import DELIVER_KIND
@@ -26,8 +26,7 @@ def test_migrations_let_sales_view_tracked_users_but_not_edit_them(staff_user):
 
 
 def test_the_detail_previews_the_next_payload_redacted(client, staff_user, ada):
-    staff_user("sales", SALES)
-    client.login(username="sales", password=STAFF_PASSWORD)
+    client.force_login(staff_user("sales", SALES))
     TrackedUser.objects.filter(pk=ada.pk).update(last_delivered_at=timezone.now())
     page = client.get(f"/admin/tracking/trackeduser/{ada.pk}/change/").content.decode()
     assert "mail me at [EMAIL]" in page  # the next payload, redacted
@@ -35,10 +34,10 @@ def test_the_detail_previews_the_next_payload_redacted(client, staff_user, ada):
 
 
 @pytest.mark.browser
-def test_salesperson_delivers_a_user_now_from_the_list(browser_page, staff_user, ada):
-    staff_user("sales", SALES)
+def test_operations_deliver_a_user_now_from_the_list(browser_page, staff_user, ada):
+    staff_user("ops", OPERATIONS)
     page = browser_page
-    admin_login(page, "sales")
+    admin_login(page, "ops")
     page.locator("tr.model-trackeduser").get_by_role("link", name="Tracked users").click()
     row = page.locator("#result_list tbody tr")
     expect(row).to_have_count(1)

@@ -1,6 +1,6 @@
 from django.db import migrations
 
-from jobs.permissions import OPERATIONS, SALES, grant
+from config.staff_groups import OPERATIONS, SALES, grant
 
 
 def grant_tracked_users(apps, schema_editor):

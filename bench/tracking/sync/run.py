@@ -85,7 +85,7 @@ def seed(total: int, pending: int):
                 mcp_client, last_activity_at, pending_since, mcp_tool_counts, mcp_last_tool_at, mcp_agent_intents,
                 docs_recent_pages, docs_page_counts, docs_product_areas, docs_getting_started_visits,
                 docs_search_terms, docs_last_active_at, kapa_questions, kapa_competitor_mentions,
-                created_at, updated_at
+                kapa_asked_thread_count, kapa_asked_questions, created_at, updated_at
             )
             SELECT
                 'auth0|bench' || n, 'user' || n || '@acme' || (n %% 5000) || '.com', 'Given', 'Family',
@@ -99,7 +99,7 @@ def seed(total: int, pending: int):
                 '["/current/get-started/", "/current/manage/tiered-storage/"]',
                 '{{"/current/get-started/": 3, "/current/manage/tiered-storage/": 2}}',
                 '{{"redpanda": 5}}', 3, '["tiered storage pricing"]', now() - interval '1 day',
-                '["How do I size a cluster?"]', '{{}}', now() - interval '40 days', now()
+                '["How do I size a cluster?"]', '{{}}', 0, '[]', now() - interval '40 days', now()
             FROM generate_series(1, %s) AS n
             """,
             [total, pending, total],

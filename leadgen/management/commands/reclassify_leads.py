@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand
 
-from leadgen.management.commands._backfill import add_backfill_arguments, progress, since_datetime
+from config.commands import add_dry_run_argument, add_since_argument, progress
 from leadgen.models import Lead
 from leadgen.services import lead_reclassify
 
@@ -12,10 +12,11 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        add_backfill_arguments(parser)
+        add_since_argument(parser, what="Leads created")
+        add_dry_run_argument(parser)
 
     def handle(self, *args, since, dry_run, **options):
-        leads = Lead.objects.filter(channel=Lead.Channel.WEB_FORM, created_at__gte=since_datetime(since)).order_by("pk")
+        leads = Lead.objects.filter(channel=Lead.Channel.WEB_FORM, created_at__gte=since).order_by("pk")
         total, changed = leads.count(), 0
         for done, lead in enumerate(leads.iterator(), start=1):
             old, new = lead_reclassify(lead=lead, dry_run=dry_run)

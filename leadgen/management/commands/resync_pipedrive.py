@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand
 
-from leadgen.management.commands._backfill import add_backfill_arguments, progress, since_datetime
+from config.commands import add_dry_run_argument, add_since_argument, progress
 from leadgen.models import Lead
 from leadgen.services import lead_resync_pipedrive
 
@@ -9,11 +9,12 @@ class Command(BaseCommand):
     help = "Queue Pipedrive sync again for leads that are not synced (failed, pending, skipped). Synced ones are left."
 
     def add_arguments(self, parser):
-        add_backfill_arguments(parser)
+        add_since_argument(parser, what="Leads created")
+        add_dry_run_argument(parser)
 
     def handle(self, *args, since, dry_run, **options):
         leads = (
-            Lead.objects.filter(status=Lead.Status.LEAD, created_at__gte=since_datetime(since))
+            Lead.objects.filter(status=Lead.Status.LEAD, created_at__gte=since)
             .exclude(pipedrive_state=Lead.PipedriveState.SYNCED)
             .order_by("pk")
         )

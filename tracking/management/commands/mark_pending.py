@@ -2,7 +2,7 @@
 
 from django.core.management.base import BaseCommand
 
-from leadgen.management.commands._backfill import since_datetime
+from config.commands import add_dry_run_argument, add_since_argument
 from tracking.activity import tracked_users_mark_pending
 from tracking.models import TrackedUser
 
@@ -11,11 +11,10 @@ class Command(BaseCommand):
     help = "Mark every tracked user with genuine activity on or after DATE (UTC) pending for the next CRM sync."
 
     def add_arguments(self, parser):
-        parser.add_argument("--active-since", required=True, help="YYYY-MM-DD, midnight UTC.")
-        parser.add_argument("--dry-run", action="store_true", help="Count, mark nothing.")
+        add_since_argument(parser, what="Users active", name="--active-since")
+        add_dry_run_argument(parser)
 
-    def handle(self, *args, active_since, dry_run=False, **options):
-        since = since_datetime(active_since)
+    def handle(self, *args, since, dry_run=False, **options):
         if dry_run:
             count = TrackedUser.objects.filter(last_activity_at__gte=since).count()
             self.stdout.write(f"would mark {count} users pending (dry run)")

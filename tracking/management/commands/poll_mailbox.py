@@ -1,8 +1,7 @@
-from datetime import date
-
 from django.core.management.base import BaseCommand, CommandError
 
-from jobs.errors import PermanentError, TransientError
+from config.commands import add_since_argument
+from jobs import PermanentError, TransientError
 from tracking.selectors import mailbox_names_active, mailbox_settings
 from tracking.services import mailbox_poll
 
@@ -15,9 +14,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--mailbox", metavar="NAME", help="Only this mailbox (default: every active one).")
-        parser.add_argument(
-            "--since", type=date.fromisoformat, metavar="DATE", help="Only messages received from DATE on (YYYY-MM-DD)."
-        )
+        add_since_argument(parser, what="Only messages received", required=False)
         parser.add_argument("--include-seen", action="store_true", help="Also messages already marked seen.")
 
     def handle(self, *args, mailbox=None, since=None, include_seen=False, **options):
@@ -25,9 +22,10 @@ class Command(BaseCommand):
         if not names:
             raise CommandError("no mailbox to poll: set IMAP_HOST or add one in admin")
         failures = 0
+        since_day = since.date() if since else None  # IMAP SEARCH SINCE takes a day
         for name in names:
             try:
-                result = mailbox_poll(mailbox=mailbox_settings(name), since=since, include_seen=include_seen)
+                result = mailbox_poll(mailbox=mailbox_settings(name), since=since_day, include_seen=include_seen)
             except (LookupError, PermanentError, TransientError) as exc:
                 failures += 1
                 self.stderr.write(f"{name}: {exc}")

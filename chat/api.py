@@ -1,0 +1,209 @@
+"""The sales chat's endpoints: the stream (an async view, SSE) and the transcript (DRF).
+
+Two callers are let in. The trusted chat client sends `X-Chat-Api-Key` (and
+may say the visitor's IP in `X-User-IP`); the widget page on our own site
+sends `X-Chat-Widget-Token`, a signed token naming the one session it may
+use, so that the key never reaches a browser.
+"""
+
+import json
+
+from django.conf import settings
+from django.core import signing
+from django.core.validators import RegexValidator
+from django.db import InterfaceError, OperationalError
+from django.http import JsonResponse, StreamingHttpResponse
+from django.views.decorators.csrf import csrf_exempt
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import serializers
+from rest_framework.exceptions import APIException, NotFound, ValidationError
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from chat import relay, selectors, services
+from config.api import DATABASE_RETRY_AFTER_SECONDS, DatabaseUnavailable, StrictCharField, error_body
+from config.client_ip import visitor_ip
+from config.secrets import InvalidSecret, trusted_chat_client
+from config.throttling import ScopedRateThrottle, window_wait
+from integrations import agent
+
+WIDGET_TOKEN_SALT = "chat.widget"
+WIDGET_TOKEN_HEADER = "X-Chat-Widget-Token"
+
+
+class ChatStreamInputSerializer(serializers.Serializer):
+    sessionId = StrictCharField(max_length=128, validators=[RegexValidator(services.SESSION_ID_PATTERN)])
+    message = StrictCharField(
+        min_length=1, max_length=4000, validators=[RegexValidator(r"\S", message="Write a message.")]
+    )
+
+    def to_internal_value(self, data):
+        if not isinstance(data, dict):
+            raise ValidationError({"non_field_errors": ["Send a JSON object."]})
+        return super().to_internal_value(data)
+
+
+class ChatMessageSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    role = serializers.CharField()
+    content = serializers.CharField()
+    state = serializers.CharField()
+    createdAt = serializers.DateTimeField(source="created_at")
+
+
+class TranscriptSerializer(serializers.Serializer):
+    sessionId = serializers.CharField(source="session_id")
+    answering = serializers.BooleanField(help_text="An answer to the last message is still being read.")
+    messages = ChatMessageSerializer(many=True)
+
+
+def widget_token_issue(session_id: str) -> str:
+    return signing.dumps(session_id, salt=WIDGET_TOKEN_SALT)
+
+
+def widget_token_allows(token: str, session_id: str) -> bool:
+    try:
+        named = signing.loads(token, salt=WIDGET_TOKEN_SALT, max_age=settings.CHAT_WIDGET_TOKEN_MAX_AGE_SECONDS)
+    except signing.BadSignature:
+        return False
+    return named == session_id
+
+
+def caller_is_trusted(request, *, session_id: str) -> bool:
+    """True for the trusted chat client, False for the widget of `session_id`; anyone else is refused (401)."""
+    if request.headers.get("X-Chat-Api-Key") is not None:
+        return trusted_chat_client(request, required=True)
+    if widget_token_allows(request.headers.get(WIDGET_TOKEN_HEADER, ""), session_id):
+        return False
+    raise InvalidSecret()
+
+
+def stream_allowed(*, session_id: str, ip: str | None) -> int | None:
+    """Count this message against its session's and its IP's allowance: None if allowed, else seconds to wait."""
+    for scope, who, rate in (
+        ("session", session_id, settings.CHAT_STREAM_RATE_PER_SESSION),
+        ("ip", ip, settings.CHAT_STREAM_RATE_PER_IP),
+    ):
+        if who is not None and (wait := window_wait(f"chat:stream:{scope}:{who}", rate)) is not None:
+            return int(wait) + 1
+    return None
+
+
+def _error(exc: APIException) -> JsonResponse:
+    if isinstance(exc, ValidationError):
+        body = error_body("invalid", "Some fields are invalid.", fields=exc.detail)
+    else:
+        body = error_body(exc.get_codes() if isinstance(exc.get_codes(), str) else "error", str(exc.detail))
+    return JsonResponse(body, status=exc.status_code)
+
+
+class ChatStreamDoc(APIView):
+    """Describes `chat_stream` (an async Django view, which drf-spectacular cannot inspect) in the schema."""
+
+    @extend_schema(
+        operation_id="chat_stream",
+        request=ChatStreamInputSerializer,
+        parameters=[
+            OpenApiParameter("X-Chat-Api-Key", OpenApiTypes.STR, OpenApiParameter.HEADER),
+            OpenApiParameter(WIDGET_TOKEN_HEADER, OpenApiTypes.STR, OpenApiParameter.HEADER),
+            OpenApiParameter("X-User-IP", OpenApiTypes.STR, OpenApiParameter.HEADER, description="Chat key only."),
+        ],
+        responses={
+            (200, "text/event-stream"): OpenApiResponse(
+                OpenApiTypes.STR,
+                description=(
+                    "Server-sent events: `token` `{content}` for each piece of the answer as the agent writes it, "
+                    "then either `done` `{messageId, state, content}` with the full answer, or `error` "
+                    "`{code, message, messageId?, state}` when the agent failed (what it said so far is kept as "
+                    "a partial message). Comment lines keep a quiet stream open."
+                ),
+            ),
+            400: OpenApiResponse(description='`{"error": {"code", "message", "fields"}}`'),
+            401: OpenApiResponse(description="Missing or wrong X-Chat-Api-Key or widget token."),
+            413: OpenApiResponse(description="Body too large."),
+            429: OpenApiResponse(description="Too many messages from this session or IP; see Retry-After."),
+            503: OpenApiResponse(description="No agent is configured, or the database is unavailable (Retry-After)."),
+        },
+        description="Send the visitor's message to the sales agent and stream its answer back.",
+    )
+    def post(self, request):  # pragma: no cover - documentation only; the URL routes to chat_stream
+        raise NotImplementedError
+
+
+@csrf_exempt  # authenticated by a header, never by a cookie
+async def chat_stream(request):
+    if request.method != "POST":
+        return JsonResponse(error_body("method_not_allowed", "Use POST."), status=405, headers={"Allow": "POST"})
+    # Checked again on the body itself: a chunked request has no Content-Length.
+    if int(request.META.get("CONTENT_LENGTH") or 0) > settings.CHAT_MAX_BODY_BYTES or (
+        len(request.body) > settings.CHAT_MAX_BODY_BYTES
+    ):
+        return JsonResponse(error_body("too_large", "Request body is too large."), status=413)
+    try:
+        data = json.loads(request.body or b"null")
+    except (ValueError, RecursionError):  # RecursionError: nesting deeper than the parser goes
+        return JsonResponse(error_body("invalid_json", "The body must be JSON."), status=400)
+    try:
+        session_id = data.get("sessionId") if isinstance(data, dict) else None
+        trusted = caller_is_trusted(request, session_id=session_id if isinstance(session_id, str) else "")
+        body = ChatStreamInputSerializer(data=data)
+        body.is_valid(raise_exception=True)
+        ip = visitor_ip(request, trusted_chat=trusted)
+    except APIException as exc:
+        return _error(exc)
+    session_id, message = body.validated_data["sessionId"], body.validated_data["message"]
+
+    client = agent.client_from_settings()
+    if client is None:
+        return JsonResponse(error_body("not_configured", "The sales chat is not available."), status=503)
+
+    def start_turn():
+        if (wait := stream_allowed(session_id=session_id, ip=ip)) is not None:
+            return None, wait
+        return services.chat_turn_start(session_id=session_id, client_ip=ip, content=message), None
+
+    try:
+        user_message, wait = await relay.in_worker_thread(start_turn)()
+    except (OperationalError, InterfaceError):  # the database is down: nothing saved, the widget may try again
+        response = _error(DatabaseUnavailable())
+        response["Retry-After"] = str(DATABASE_RETRY_AFTER_SECONDS)
+        return response
+    if user_message is None:
+        return JsonResponse(
+            error_body("throttled", "Too many messages; wait a moment."), status=429, headers={"Retry-After": str(wait)}
+        )
+    frames = relay.relay_start(
+        client=client, session_pk=user_message.session_id, session_id=session_id, query=message, user_ip=ip
+    )
+    return StreamingHttpResponse(
+        relay.sse_frames(frames),
+        content_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )
+
+
+# drf-spectacular lists a URL whose view carries a DRF view class: this one describes chat_stream.
+chat_stream.cls = ChatStreamDoc
+chat_stream.initkwargs = {}
+
+
+class TranscriptView(APIView):
+    throttle_classes = [ScopedRateThrottle]
+    throttle_scope = "chat_transcript"
+
+    @extend_schema(
+        operation_id="chat_transcript",
+        parameters=[
+            OpenApiParameter("X-Chat-Api-Key", OpenApiTypes.STR, OpenApiParameter.HEADER),
+            OpenApiParameter(WIDGET_TOKEN_HEADER, OpenApiTypes.STR, OpenApiParameter.HEADER),
+        ],
+        responses={200: TranscriptSerializer, 401: OpenApiResponse(), 404: OpenApiResponse(), 429: OpenApiResponse()},
+        description="What was said in a chat session, oldest first, so a widget that reconnects can show it.",
+    )
+    def get(self, request, session_id):
+        caller_is_trusted(request, session_id=session_id)
+        transcript = selectors.chat_transcript(session_id=session_id)
+        if transcript is None:
+            raise NotFound("No such chat session.")
+        return Response(TranscriptSerializer(transcript).data)

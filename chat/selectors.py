@@ -1,0 +1,60 @@
+"""Reads of the sales chat."""
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.conf import settings
+from django.db.models import Count, Prefetch, Q
+from django.utils import timezone
+
+from chat.models import ChatMessage, ChatSession
+
+
+def chat_session_client_ip(*, session_id: str) -> str | None:
+    """The visitor IP a chat session was last seen from (the lookup's fallback when the agent omits X-User-IP)."""
+    return ChatSession.objects.filter(session_id=session_id).values_list("client_ip", flat=True).first()
+
+
+@dataclass(frozen=True)
+class Transcript:
+    session_id: str
+    messages: list[ChatMessage]
+    answering: bool  # the last message is the visitor's, still within the time the agent has to answer
+
+
+def chat_transcript(*, session_id: str, limit: int = 200) -> Transcript | None:
+    """The last `limit` messages of a session, oldest first; None for an unknown session."""
+    session = ChatSession.objects.filter(session_id=session_id).only("id").first()
+    if session is None:
+        return None
+    messages = list(reversed(ChatMessage.objects.filter(session=session).order_by("-created_at", "-id")[:limit]))
+    answering = bool(
+        messages
+        and messages[-1].role == ChatMessage.Role.USER
+        and messages[-1].created_at > timezone.now() - timedelta(seconds=settings.CHAT_AGENT_TIMEOUT_SECONDS + 5)
+    )
+    return Transcript(session_id=session_id, messages=messages, answering=answering)
+
+
+def chat_sessions_of_lead(*, lead_id: int) -> list[ChatSession]:
+    """The conversations that produced a lead, each with its messages, for the lead's admin page."""
+    return chat_sessions_of_leads(lead_ids=[lead_id])
+
+
+def chat_sessions_started_counts(*, start, end, store_ids=None) -> dict:
+    """Chats first seen in [start, end): {chats, with_lead} (those that produced a lead, so far).
+
+    A session belongs to a store through its lead (as in the chat admin): with `store_ids`, only the
+    sessions whose lead is of those stores count. A session is last seen no earlier than first seen:
+    last_seen_at >= start lets that column's index bound the scan.
+    """
+    sessions = ChatSession.objects.filter(last_seen_at__gte=start, first_seen_at__gte=start, first_seen_at__lt=end)
+    if store_ids is not None:
+        sessions = sessions.filter(lead__store__in=store_ids)
+    return sessions.aggregate(chats=Count("pk"), with_lead=Count("pk", filter=Q(lead__isnull=False)))
+
+
+def chat_sessions_of_leads(*, lead_ids) -> list[ChatSession]:
+    """The conversations that produced any of these leads, oldest first, each with its messages in order."""
+    messages = Prefetch("messages", queryset=ChatMessage.objects.order_by("created_at", "id"))
+    return list(ChatSession.objects.filter(lead_id__in=lead_ids).prefetch_related(messages).order_by("first_seen_at"))

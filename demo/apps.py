@@ -1,0 +1,8 @@
+from django.apps import AppConfig
+
+
+class DemoConfig(AppConfig):
+    """`manage.py load_demo`: the demo data of the zero-setup run, which spans every app."""
+
+    name = "demo"
+    verbose_name = "Demo data"

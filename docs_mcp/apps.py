@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class DocsMcpConfig(AppConfig):
+    name = "docs_mcp"
+    verbose_name = "Docs MCP server"

@@ -1,0 +1,1 @@
+"""WordPress REST API v2 client (posts only)."""

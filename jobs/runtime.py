@@ -1,0 +1,246 @@
+"""The worker side of the job layer: claim, run, finish, dead-letter, sweep, backoff.
+
+Claiming is a conditional UPDATE (status pending → running) that returns the
+row, so two workers that receive the same job id never both run it. While the
+handler runs, jobs/heartbeat.py extends the lease (fenced on the attempt
+number), so a long job is not reclaimed from a live worker. Finishing is fenced
+on the attempt number too, so a worker whose lease was taken away cannot
+overwrite the outcome of the attempt that replaced it. Claim and finish run
+once per job: they stay a statement or two each (bench/jobs measures them).
+"""
+
+import random
+import sys
+import time
+from datetime import timedelta
+
+import structlog
+from django.conf import settings
+from django.core.cache import cache
+from django.db import connection, transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from config.db import fetch_models, traceback_scrubbed
+from jobs.dispatch import send_run_messages
+from jobs.errors import PermanentError, SkipJob, TransientError
+from jobs.heartbeat import lease_heartbeat
+from jobs.kinds import DEAD_ALERT_KIND
+from jobs.models import Job, JobAttempt
+from jobs.registry import concurrency_limit, get_handler
+from jobs.selectors import LAST_SWEEP_CACHE_KEY
+from jobs.services import REDISPATCH_AFTER, job_enqueue
+
+logger = structlog.get_logger(__name__)
+
+SWEEP_BATCH = 500
+# A job refused for its kind's concurrency limit is due again this much later (the sweep sends it).
+CONCURRENCY_RETRY_AFTER = timedelta(seconds=5)
+MAX_ERROR_CHARS = 4000
+
+
+def job_claim(*, job_id) -> Job | None:
+    """pending -> running in one statement that also returns the row (UPDATE ... RETURNING).
+
+    A kind registered with `concurrency` keeps the claim only within its limit (_job_keep_within_limit).
+    """
+    now = timezone.now()
+    dt = connection.ops.adapt_datetimefield_value
+    q = connection.ops.quote_name
+    claimed = fetch_models(
+        Job,
+        f"UPDATE {q(Job._meta.db_table)} SET status = %s, attempts = attempts + 1, started_at = %s,"
+        " lease_expires_at = %s, updated_at = %s"
+        " WHERE id = %s AND status = %s AND run_after <= %s RETURNING {columns}",
+        [
+            Job.Status.RUNNING,
+            dt(now),
+            dt(now + timedelta(seconds=settings.JOBS_LEASE_SECONDS)),
+            dt(now),
+            job_id,
+            Job.Status.PENDING,
+            dt(now),
+        ],
+    )
+    if not claimed:
+        return None
+    limit = concurrency_limit(claimed[0].kind)
+    if limit is not None and not _job_keep_within_limit(claimed[0], limit=limit):
+        return None
+    return claimed[0]
+
+
+def _job_keep_within_limit(job: Job, *, limit: int) -> bool:
+    """A just-claimed job of a kind registered with `concurrency` keeps its claim only within the limit.
+
+    Checked after the claim (so kinds without a limit pay nothing): under a
+    per-kind lock (a transaction-scoped advisory lock on PostgreSQL; SQLite
+    serializes writers anyway) the running jobs are counted, this one included.
+    Over the limit, the claim is undone and the job is due again
+    CONCURRENCY_RETRY_AFTER later, for the sweep to send. Running jobs whose
+    lease expired do not count: their worker is gone.
+    """
+    with transaction.atomic():
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [f"jobs.concurrency:{job.kind}"])
+        now = timezone.now()
+        running = Job.objects.filter(kind=job.kind, status=Job.Status.RUNNING, lease_expires_at__gt=now).count()
+        if running <= limit:
+            return True
+        Job.objects.filter(pk=job.pk, status=Job.Status.RUNNING, attempts=job.attempts).update(
+            status=Job.Status.PENDING,
+            attempts=F("attempts") - 1,
+            started_at=None,
+            lease_expires_at=None,
+            run_after=now + CONCURRENCY_RETRY_AFTER,
+            dispatched_at=None,
+            updated_at=now,
+        )
+    logger.info("job_claim_deferred", job_id=job.pk, kind=job.kind, running=running - 1, limit=limit)
+    return False
+
+
+def backoff_delay(attempt: int, retry_after: float | None = None) -> float:
+    """Seconds before the next attempt: exponential with equal jitter, or what the server asked."""
+    ceiling = settings.JOBS_BACKOFF_MAX_SECONDS
+    if retry_after is not None:
+        return min(max(float(retry_after), 0.0), ceiling)
+    delay = min(ceiling, settings.JOBS_BACKOFF_BASE_SECONDS * 2 ** (attempt - 1))
+    return random.uniform(delay / 2, delay)
+
+
+def job_run(*, job_id) -> Job | None:
+    """Claim the job and run its handler once; returns None when someone else has it or it is not due."""
+    job = job_claim(job_id=job_id)
+    if job is None:
+        return None
+    log = logger.bind(job_id=job.pk, kind=job.kind, attempt=job.attempts)
+    started = time.monotonic()
+    handler = get_handler(job.kind)
+    status, outcome, error, retry_in = Job.Status.SUCCEEDED, JobAttempt.Outcome.SUCCEEDED, "", None
+    running = lease_heartbeat.register(job)
+    try:
+        if handler is None:
+            raise PermanentError(f"no handler registered for job kind {job.kind!r}")
+        handler(job)
+    except SkipJob as exc:
+        status, outcome, error = Job.Status.SKIPPED, JobAttempt.Outcome.SKIPPED, f"skipped: {exc}"
+    except PermanentError as exc:
+        status, outcome, error = Job.Status.DEAD, JobAttempt.Outcome.FAILED, f"permanent: {exc}"
+    except TransientError as exc:
+        status, outcome, error = Job.Status.PENDING, JobAttempt.Outcome.RETRY, f"transient: {exc}"
+        retry_in = backoff_delay(job.attempts, exc.retry_after)
+    except Exception:
+        # A bug or an unexpected failure: retried like a transient error, kept in full for staff.
+        status, outcome, error = Job.Status.PENDING, JobAttempt.Outcome.RETRY, traceback_scrubbed(sys.exception())
+        retry_in = backoff_delay(job.attempts)
+    finally:
+        lease_heartbeat.unregister(running)
+    if status == Job.Status.PENDING and job.attempts >= job.max_attempts:
+        status, outcome = Job.Status.DEAD, JobAttempt.Outcome.FAILED
+        error = f"gave up after {job.attempts} attempts; {error}"
+    duration_ms = int((time.monotonic() - started) * 1000)
+    if job_finish(job, status=status, outcome=outcome, error=error, retry_in=retry_in, duration_ms=duration_ms):
+        log.info("job_finished", status=status, duration_ms=duration_ms, retry_in=retry_in)
+    else:
+        log.warning("job_lease_lost", duration_ms=duration_ms)
+    return job
+
+
+def job_finish(job, *, status, outcome, error, duration_ms, retry_in=None) -> bool:
+    """Record the attempt's outcome; False when the lease was lost (another attempt owns the row)."""
+    now = timezone.now()
+    error = error[-MAX_ERROR_CHARS:]
+    changes = {
+        "status": status,
+        "last_error": error,
+        "lease_expires_at": None,
+        "updated_at": now,
+        "finished_at": None if status == Job.Status.PENDING else now,
+    }
+    if status == Job.Status.PENDING:
+        changes.update(run_after=now + timedelta(seconds=retry_in or 0), dispatched_at=None)
+    if status == Job.Status.SUCCEEDED and (payload := getattr(job, "payload_on_success", None)) is not None:
+        changes["payload"] = payload
+    with transaction.atomic():
+        fenced = Job.objects.filter(pk=job.pk, status=Job.Status.RUNNING, attempts=job.attempts)
+        if not fenced.update(**changes):
+            return False
+        JobAttempt.objects.create(
+            job=job,
+            number=job.attempts,
+            started_at=job.started_at,
+            finished_at=now,
+            outcome=outcome,
+            error=error,
+            duration_ms=duration_ms,
+        )
+        if status == Job.Status.DEAD:
+            _job_dead_letter(job, error=error, died_at=now)
+    return True
+
+
+def _job_dead_letter(job, *, error, died_at):
+    """Alert once per death: log now, email operators through a job of its own."""
+    logger.error("job_dead", job_id=job.pk, kind=job.kind, attempts=job.attempts, error=error[:300])
+    if job.kind == DEAD_ALERT_KIND:
+        return  # an alert about an alert would loop
+    job_enqueue(
+        kind=DEAD_ALERT_KIND,
+        payload={"job_id": job.pk},
+        key=f"{DEAD_ALERT_KIND}:{job.pk}:{died_at.isoformat()}",
+        max_attempts=5,
+    )
+
+
+def jobs_sweep() -> dict:
+    """Beat-driven safety net: reclaim jobs whose worker died, dispatch due jobs nobody sent.
+
+    Its time is kept in the cache: /readyz is unhealthy when the sweep stops running.
+    """
+    done = {"reclaimed": _jobs_reclaim_expired(), "dispatched": _jobs_dispatch_due()}
+    cache.set(LAST_SWEEP_CACHE_KEY, time.time(), timeout=None)
+    return done
+
+
+def _jobs_reclaim_expired() -> int:
+    now = timezone.now()
+    reclaimed = 0
+    with transaction.atomic():
+        expired = list(
+            Job.objects.select_for_update(skip_locked=True).filter(status=Job.Status.RUNNING, lease_expires_at__lt=now)[
+                :SWEEP_BATCH
+            ]
+        )
+        for job in expired:
+            error = "lease expired: the worker died or overran its lease"
+            out_of_attempts = job.attempts >= job.max_attempts
+            if out_of_attempts:
+                error = f"gave up after {job.attempts} attempts; {error}"
+            reclaimed += job_finish(
+                job,
+                status=Job.Status.DEAD if out_of_attempts else Job.Status.PENDING,
+                outcome=JobAttempt.Outcome.LOST,
+                error=error,
+                duration_ms=int((now - job.started_at).total_seconds() * 1000) if job.started_at else None,
+            )
+    if reclaimed:
+        logger.warning("jobs_reclaimed", count=reclaimed)
+    return reclaimed
+
+
+def _jobs_dispatch_due() -> int:
+    now = timezone.now()
+    with transaction.atomic():
+        due = (
+            Job.objects.select_for_update(skip_locked=True)
+            .filter(status=Job.Status.PENDING, run_after__lte=now)
+            .filter(Q(dispatched_at__isnull=True) | Q(dispatched_at__lt=now - REDISPATCH_AFTER))
+            .order_by("run_after")
+            .values_list("pk", flat=True)[:SWEEP_BATCH]
+        )
+        job_ids = list(due)
+        Job.objects.filter(pk__in=job_ids).update(dispatched_at=now)
+        transaction.on_commit(lambda: send_run_messages(job_ids))
+    return len(job_ids)

@@ -1,0 +1,34 @@
+"""Polls that read the same message at once (a replay beside the scheduled poll) do not trip over each
+other's bookkeeping: a poll that finishes a message clears its attempt count while another starts one."""
+
+import threading
+
+import pytest
+from django.conf import settings
+from django.core.cache import cache
+
+from tracking.services import MessageSource, message_attempt_start
+
+
+@pytest.mark.skipif("Redis" not in settings.CACHES["default"]["BACKEND"], reason="the workers' shared cache is Redis")
+def test_an_attempt_starts_while_another_poll_clears_the_count():
+    source = MessageSource("env", 1796146804, 11)
+    key = f"tracking:message-attempts:{source.key}"
+    stop, failures = threading.Event(), []
+
+    def finishing_poll():  # what a poll does once the message's lead is saved
+        while not stop.is_set():
+            cache.delete(key)
+
+    clearer = threading.Thread(target=finishing_poll)
+    clearer.start()
+    try:
+        for _ in range(3000):
+            try:
+                assert message_attempt_start(source=source) >= 1
+            except ValueError as exc:
+                failures.append(exc)
+    finally:
+        stop.set()
+        clearer.join()
+    assert failures == [], f"{len(failures)} of 3000 attempts failed: {failures[0]}"
