@@ -11,7 +11,7 @@ from django.utils import timezone
 
 import jobs
 from chat import services as chat_services
-from config.db import insert_on_conflict
+from config.db import insert_on_conflict, update_many
 from integrations import llm, recaptcha
 from leadgen import selectors
 from leadgen.models import Lead
@@ -164,11 +164,11 @@ def lead_prototype_settle(*, lead: Lead, completed: bool, once_key: str) -> bool
 
 
 def leads_preview_set(*, previews: list[tuple[Lead, str]]) -> None:
-    """Each lead's prototype preview URL, in one statement however many leads."""
+    """Each lead's prototype preview URL, in one round trip however many leads."""
     now = timezone.now()
     for lead, url in previews:
         lead.preview_url, lead.updated_at = url, now
-    Lead.objects.bulk_update([lead for lead, _ in previews], ["preview_url", "updated_at"])
+    update_many([lead for lead, _ in previews], ["preview_url", "updated_at"])
 
 
 def lead_fan_out(*, lead: Lead) -> None:

@@ -22,6 +22,7 @@ from django.template.loader import render_to_string
 from django.utils import timezone
 
 import jobs
+from config.db import update_many
 from integrations import v0
 from jobs import PermanentError, SkipJob, TransientError
 from prototypes import events, selectors
@@ -394,7 +395,7 @@ def prototypes_complete(*, previews: list[tuple[int, str]]) -> list[PrototypeEve
                     created_at=now,
                 )
             )  # fmt: skip
-        Prototype.objects.bulk_update(prototypes, ["preview_url", "state", "state_changed_at", "finished_at", "events"])
+        update_many(prototypes, ["preview_url", "state", "state_changed_at", "finished_at", "events"])
         PrototypeEvent.objects.bulk_create(logged)
         prototypes_finished.send(sender=Prototype, prototypes=prototypes)  # previews on the leads, quota consumed
         jobs.enqueue_many(

@@ -15,7 +15,7 @@ from disposable_email_domains import blocklist as disposable_domains
 from django.db import connection, transaction
 from django.utils import timezone
 
-from config.db import fetch_models
+from config.db import fetch_models, update_many
 from crm.redaction import redact
 from integrations.kapa.client import MAX_QUESTIONS
 from tracking.models import TrackedUser
@@ -189,7 +189,7 @@ def mcp_tool_calls_record(calls: Sequence[McpToolCall]) -> dict[str, TrackedUser
                 users[sub], _ = TrackedUser.objects.select_for_update().get_or_create(sub=sub, defaults=defaults)
         for call in calls:
             _apply_tool_call(users[call.sub], call, call.at or now)
-        _update_columns([users[sub] for sub in subs], _TOOL_CALL_FIELDS)
+        update_many([users[sub] for sub in subs], _TOOL_CALL_FIELDS)
     return users
 
 
@@ -268,23 +268,6 @@ def docs_page_view_record(
 def tracked_users_mark_pending(*, active_since: datetime) -> int:
     """Mark every user active since then pending, so the next sync delivers them again (backfill)."""
     return TrackedUser.objects.filter(last_activity_at__gte=active_since).update(pending_since=timezone.now())
-
-
-def _update_columns(users: list[TrackedUser], names: list[str]) -> None:
-    """UPDATE of these columns only, values converted as save() converts them (auto_now included).
-
-    save(update_fields=...) builds the same statement through the query compiler, which cost
-    more CPU than the rest of a tool call's recording (bench/mcp). executemany sends all rows'
-    statements in one round trip (psycopg's pipeline mode).
-    """
-    fields = [TrackedUser._meta.get_field(name) for name in names]
-    assignments = ", ".join(f"{connection.ops.quote_name(field.column)} = %s" for field in fields)
-    rows = [
-        [*(field.get_db_prep_save(field.pre_save(user, add=False), connection) for field in fields), user.pk]
-        for user in users
-    ]
-    with connection.cursor() as cursor:
-        cursor.executemany(f"UPDATE {_TABLE} SET {assignments} WHERE id = %s", rows)
 
 
 def _max_length(field: str) -> int:

@@ -1,11 +1,11 @@
-"""config.db: INSERT … ON CONFLICT for one or several instances, on PostgreSQL."""
+"""config.db: INSERT … ON CONFLICT for one or several instances, and UPDATEs of many rows, on PostgreSQL."""
 
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from config.db import insert_many_on_conflict, insert_on_conflict
+from config.db import insert_many_on_conflict, insert_on_conflict, update_many
 from jobs.models import Job
 
 pytestmark = pytest.mark.django_db
@@ -54,6 +54,27 @@ def test_do_update_is_passed_through():
 def test_nothing_to_insert_runs_no_statement():
     with CaptureQueriesContext(connection) as queries:
         assert insert_many_on_conflict([], on_conflict="ON CONFLICT DO NOTHING", returning="id") == []
+    assert queries.captured_queries == []
+
+
+def test_update_many_writes_each_row_its_own_values_and_only_the_columns_named():
+    first, second, other = (Job.objects.create(kind="tests.record", key=key) for key in ("first", "second", "other"))
+    first.payload, first.last_error, first.attempts = {"n": 1}, "one", 7  # attempts is not named: not written
+    second.payload, second.last_error = {"n": 2}, "two"
+    before = first.updated_at
+
+    update_many([first, second], ["payload", "last_error", "updated_at"])
+
+    rows = {job.key: job for job in Job.objects.all()}
+    assert (rows["first"].payload, rows["first"].last_error, rows["first"].attempts) == ({"n": 1}, "one", 0)
+    assert (rows["second"].payload, rows["second"].last_error) == ({"n": 2}, "two")
+    assert rows["first"].updated_at > before  # auto_now applied, as save() applies it
+    assert (rows["other"].payload, rows["other"].last_error) == (other.payload, "")
+
+
+def test_update_many_of_nothing_runs_no_statement():
+    with CaptureQueriesContext(connection) as queries:
+        update_many([], ["payload"])
     assert queries.captured_queries == []
 
 
