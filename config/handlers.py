@@ -1,8 +1,12 @@
-"""Django's ASGI handler, with the middleware chain and the view run in one thread hand-off per request."""
+"""Django's ASGI handler, with the middleware chain and the view run in one thread hand-off per request, on a
+thread reused from earlier requests."""
 
 import asyncio
+import collections
+import threading
+from concurrent.futures import ThreadPoolExecutor
 
-from asgiref.sync import sync_to_async
+from asgiref.sync import ThreadSensitiveContext, sync_to_async
 from django.conf import settings
 from django.core.handlers.asgi import ASGIHandler
 from django.http import HttpResponse
@@ -13,6 +17,66 @@ from config.limits import BODY_TOO_SLOW, PAYLOAD_TOO_LARGE, body_limit
 class BodyRefused(Exception):
     def __init__(self, status: int, body: bytes):
         self.response = HttpResponse(body, status=status, content_type="application/json")
+
+
+# Idle request threads kept for the next requests; more are made as needed, and those beyond this many end
+# when their request does. A few hundred idle threads cost a few MiB.
+IDLE_REQUEST_THREADS_MAX = 256
+
+
+class RequestThread(ThreadPoolExecutor):
+    """One request's thread: one call at a time, as asgiref's per-request context needs (Django's
+    connections and close_old_connections are per thread), and it knows whether a call is still running."""
+
+    def __init__(self):
+        super().__init__(max_workers=1, thread_name_prefix="django-request")
+        self._lock = threading.Lock()
+        self._running = 0
+
+    def submit(self, fn, /, *args, **kwargs):
+        with self._lock:
+            self._running += 1
+        future = super().submit(fn, *args, **kwargs)
+        future.add_done_callback(self._finished)
+        return future
+
+    def _finished(self, _future):
+        with self._lock:
+            self._running -= 1
+
+    @property
+    def busy(self) -> bool:
+        with self._lock:
+            return self._running > 0
+
+
+class RequestThreads:
+    """Threads for requests, reused: asgiref's ThreadSensitiveContext() makes a thread per request and, at
+    its end, another thread to join the first; a thread start blocks the event loop until the new thread
+    has run, and behind other threads holding the GIL that is milliseconds each time: a thousand SSE
+    streams ending together held up the events of the streams still open (bench/sse). asgiref takes a
+    caller-owned executor for exactly this. A thread whose request left a call running (the client went
+    away mid-view) is not reused, so no request queues behind another's leftover work."""
+
+    def __init__(self, idle_max: int = IDLE_REQUEST_THREADS_MAX):
+        self.idle_max = idle_max
+        self._idle: collections.deque[RequestThread] = collections.deque()
+
+    def take(self) -> RequestThread:
+        try:
+            return self._idle.pop()  # the most recently used: its stack is still warm
+        except IndexError:
+            return RequestThread()
+
+    def give_back(self, thread: RequestThread) -> None:
+        if thread.busy or len(self._idle) >= self.idle_max:
+            thread.shutdown(wait=False)  # ends after its last call; nothing waits for it
+        else:
+            self._idle.append(thread)
+
+    @property
+    def idle(self) -> int:
+        return len(self._idle)
 
 
 class SyncChainASGIHandler(ASGIHandler):
@@ -28,7 +92,20 @@ class SyncChainASGIHandler(ASGIHandler):
     throughput), and daphne still serves everything else (request bodies,
     responses, channels' websockets) on its event loop.
     An async view still works: Django runs it with async_to_sync, as under WSGI.
+    The request's thread comes from RequestThreads.
     """
+
+    request_threads = RequestThreads()
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            raise ValueError(f"Django can only handle ASGI/HTTP connections, not {scope['type']}.")
+        thread = self.request_threads.take()
+        try:
+            async with ThreadSensitiveContext(executor=thread):
+                await self.handle(scope, receive, send)
+        finally:
+            self.request_threads.give_back(thread)
 
     async def handle(self, scope, receive, send):
         """Django's handling, with the body bounded by the route's limit (config/limits.py) and

@@ -53,6 +53,10 @@ logger = structlog.get_logger(__name__)
 
 RELAY_LEASE_SECONDS = 60
 COMPLETION_BATCH_MAX = 50
+# Hand-overs under way at once in this process. Generations that end together (a thousand in the same second
+# in bench/sse) would otherwise put two V0 reads each on the event loop at the same instant, and the live
+# events of the streams still open would wait in the loop's queue behind all of their answers.
+HANDOVERS_AT_ONCE = 16
 TERMINAL_KINDS = (PrototypeEvent.Kind.COMPLETE, PrototypeEvent.Kind.ERROR)
 SSE_HEADERS = {"Cache-Control": "no-cache, no-transform", "X-Accel-Buffering": "no"}
 
@@ -305,6 +309,7 @@ class Relays:
 
     def __init__(self):
         self._tasks: dict[int, asyncio.Task] = {}
+        self._handover_slots: tuple[asyncio.AbstractEventLoop, asyncio.Semaphore] | None = None
 
     def ensure(self, prototype: Prototype) -> None:
         if prototype.pk in self._tasks:
@@ -333,14 +338,22 @@ class Relays:
                 if leased:
                     await self._hand_over(prototype_id, chat_id, client, session, log)
 
+    def _slots(self) -> asyncio.Semaphore:
+        """HANDOVERS_AT_ONCE slots for the hand-overs' V0 reads."""
+        loop = asyncio.get_running_loop()  # a semaphore belongs to one loop (tests run several)
+        if self._handover_slots is None or self._handover_slots[0] is not loop:
+            self._handover_slots = (loop, asyncio.Semaphore(HANDOVERS_AT_ONCE))
+        return self._handover_slots[1]
+
     async def _hand_over(self, prototype_id: int, chat_id: str, client, session, log) -> None:
         """V0's stream ended, so the generation may be done (or waiting on a plan): the check the processor
         would make. Done with a preview, the usual end, V0 is read on the loop and the completion batched;
         anything else is the processor's full check, on a thread."""
         try:
-            generation = await client.alatest_generation(chat_id, session=session)
-            stopped = generation.finished and generation.finish_reason == "stop" and not generation.awaiting_plan
-            preview = await client.apreview(chat_id, session=session) if stopped else None
+            async with self._slots():
+                generation = await client.alatest_generation(chat_id, session=session)
+                stopped = generation.finished and generation.finish_reason == "stop" and not generation.awaiting_plan
+                preview = await client.apreview(chat_id, session=session) if stopped else None
             if preview is not None:
                 await completions.run((prototype_id, preview.url))
                 return

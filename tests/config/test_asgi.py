@@ -2,6 +2,8 @@
 
 import asyncio
 import json
+import threading
+import time
 import uuid
 
 import pytest
@@ -9,6 +11,7 @@ from channels.testing import HttpCommunicator
 from django.core.handlers.asgi import ASGIHandler
 
 from config.asgi import application
+from config.handlers import RequestThreads
 from jobs.runtime import jobs_sweep
 from leadgen.models import Lead
 
@@ -56,6 +59,48 @@ def test_the_middleware_chain_and_the_view_cost_one_hand_off_not_one_per_middlew
     # request_started's receivers, the chain with the view, and response.close (request_finished).
     assert ours <= 3
     assert djangos >= ours + 10, "Django's own handler hands each middleware hook to a thread"
+
+
+def request_threads():
+    return {thread.ident for thread in threading.enumerate() if thread.name.startswith("django-request")}
+
+
+def test_requests_reuse_a_thread_of_an_earlier_request_instead_of_starting_one():
+    serve(application, "GET", "/healthz")
+    before = request_threads()
+    for _ in range(5):
+        response, _ = serve(application, "GET", "/healthz")
+        assert response["status"] == 200
+    assert before and request_threads() == before
+
+
+def test_a_thread_still_running_a_call_of_its_request_is_not_given_to_another():
+    threads = RequestThreads(idle_max=4)
+    thread, release = threads.take(), threading.Event()
+    thread.submit(release.wait)  # a view still running after its client left
+    threads.give_back(thread)
+    assert threads.idle == 0 and threads.take() is not thread
+    release.set()
+
+    idle = threads.take()
+    idle.submit(lambda: None).result()
+    threads.give_back(idle)
+    assert threads.idle == 1 and threads.take() is idle
+
+
+def test_idle_threads_beyond_the_limit_end():
+    threads, others = RequestThreads(idle_max=1), request_threads()
+    first, second = threads.take(), threads.take()
+    for thread in (first, second):
+        thread.submit(lambda: None).result()
+    running = request_threads() - others
+    for thread in (first, second):
+        threads.give_back(thread)
+    assert threads.idle == 1
+    deadline = time.monotonic() + 5
+    while len(request_threads() & running) > 1 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert len(request_threads() & running) == 1
 
 
 @pytest.mark.django_db(transaction=True)

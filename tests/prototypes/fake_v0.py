@@ -43,6 +43,7 @@ class Behaviour:
     auto_finish: bool = False  # messages are final as soon as created (no stream needed)
     create_status: int | None = None  # answer POST /chats/async with this error status
     create_delay: float = 0.0  # seconds between creating a chat and answering (a caller's timeout loses the answer)
+    read_delay: float = 0.0  # seconds before answering a read of a chat's messages or preview
     api_key: str = "v0-test-key"
 
 
@@ -63,6 +64,8 @@ class FakeV0:
         self.chats: dict[str, FakeChat] = {}
         self.requests: list[tuple[str, str, dict | None]] = []  # (method, path, json body)
         self.open_streams = 0
+        self.reads_in_flight = 0
+        self.most_reads_in_flight = 0  # messages and preview reads answered at once, at most
         self.emitted: dict[str, list[float]] = {}  # chat id -> when each part frame was written (time.time())
         self._ids = itertools.count(1)
         self._loop = asyncio.new_event_loop()
@@ -231,13 +234,24 @@ class FakeV0:
     def _chat(self, request) -> FakeChat | None:
         return self.chats.get(request.match_info["chat"])
 
+    @contextlib.asynccontextmanager
+    async def _read(self):
+        self.reads_in_flight += 1
+        self.most_reads_in_flight = max(self.most_reads_in_flight, self.reads_in_flight)
+        try:
+            await asyncio.sleep(self.behaviour.read_delay)
+            yield
+        finally:
+            self.reads_in_flight -= 1
+
     async def list_messages(self, request):
         await self._record(request)
         if not self._authorized(request):
             return self._error(401, "Unauthorized")
         if (chat := self._chat(request)) is None:
             return self._error(404, "Chat not found")
-        newest_first = [self._public(m) for m in reversed(chat.messages)]
+        async with self._read():
+            newest_first = [self._public(m) for m in reversed(chat.messages)]
         return web.json_response({"messages": newest_first, "cursor": None})
 
     async def send_message(self, request):
@@ -273,7 +287,8 @@ class FakeV0:
         await self._record(request)
         if (chat := self._chat(request)) is None:
             return self._error(404, "Chat not found")
-        return web.json_response(chat.preview)
+        async with self._read():
+            return web.json_response(chat.preview)
 
     async def resume(self, request):
         await self._record(request)

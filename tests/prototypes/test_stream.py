@@ -17,6 +17,7 @@ from django.db import close_old_connections
 from config.asgi import application
 from jobs.models import Job
 from prototypes import services
+from prototypes import stream as stream_module
 from prototypes.models import Prototype
 from prototypes.stream import relays
 from tests.conftest import subprocess_env
@@ -280,6 +281,23 @@ def test_many_pages_opening_at_once_start_one_chat_each(fake_v0):
         numbers = [number for number, _, _ in stream.events()]
         assert numbers == list(range(1, prototype.events + 1))
         assert stream.events()[-1][1] == "complete" and prototype.state == Prototype.State.COMPLETED
+
+
+def test_generations_ending_together_are_handed_over_a_few_at_a_time(fake_v0, monkeypatch):
+    """A burst of hand-overs reads V0 a few at a time, so the streams still open are not queued behind
+    all their answers; every prototype still completes."""
+    monkeypatch.setattr(stream_module, "HANDOVERS_AT_ONCE", 3)
+    fake_v0.behaviour.read_delay = 0.05
+    leads = [make_lead(email=f"lead{i}@example.com", client_ip=f"192.0.2.{i + 20}") for i in range(12)]
+
+    async def scenario():
+        streams = await asyncio.gather(*(Stream(stream_path(lead)).open() for lead in leads))
+        return await asyncio.gather(*(stream.finish() for stream in streams))
+
+    streams = run(scenario)
+    assert all(stream.events()[-1][1] == "complete" for stream in streams)
+    assert Prototype.objects.filter(state=Prototype.State.COMPLETED).count() == len(leads)
+    assert fake_v0.most_reads_in_flight == 3
 
 
 def test_a_start_whose_answer_is_lost_leaves_the_chat_to_be_found_not_made_twice(fake_v0, settings):
