@@ -40,6 +40,7 @@ from django.views.decorators.http import require_GET
 
 from config import batching as config_batching
 from config.api import error_body
+from config.cache import touch_many
 from config.client_ip import client_ip_bucket
 from config.throttling import window_waits
 from integrations import v0
@@ -89,9 +90,10 @@ def _in_thread(func, *, executor=None):
 # --- the view -------------------------------------------------------------------------------
 @require_GET
 async def generate_stream(request, lead_id):
-    allowed, prototype = await stream_opens.run((client_ip_bucket(request) or "unknown", lead_id))
-    if not allowed:
-        return JsonResponse(error_body("rate_limited", "Too many streams opened; try again in a minute."), status=429)
+    wait, prototype = await stream_opens.run((client_ip_bucket(request) or "unknown", lead_id))
+    if wait is not None:
+        body = error_body("rate_limited", "Too many streams opened; try again in a minute.")
+        return JsonResponse(body, status=429, headers={"Retry-After": str(int(wait) + 1)})
     if prototype is None:
         return JsonResponse(error_body("not_found", "No prototype here."), status=404)
     after = _last_event_id(request)
@@ -109,14 +111,14 @@ generate_stream.initkwargs = {}
 
 def _open(opens: list[tuple[str, str]]) -> tuple[list, list]:
     """The streams' reads before they answer, `(client, lead id)` each: the rate limit, then the prototype
-    (one query for all of them)."""
+    (one query for all of them). (Seconds to wait or None, the prototype) each."""
     waits = window_waits([f"prototypes:stream:{client}" for client, _ in opens], settings.PROTOTYPES_STREAM_RATE)
-    allowed = [wait is None for wait in waits]
     leads = [lead for _, lead in opens]
     found = selectors.prototypes_for_public_leads(
-        public_ids=[lead for lead, ok in zip(leads, allowed, strict=True) if ok]
+        public_ids=[lead for lead, wait in zip(leads, waits, strict=True) if wait is None]
     )
-    return [(ok, found.get(_as_uuid(lead)) if ok else None) for lead, ok in zip(leads, allowed, strict=True)], []
+    pairs = zip(leads, waits, strict=True)
+    return [(wait, found.get(_as_uuid(lead)) if wait is None else None) for lead, wait in pairs], []
 
 
 def _as_uuid(value: str) -> uuid.UUID | None:
@@ -278,7 +280,7 @@ def _start_failed(prototype_id: int, error: Exception) -> None:
 
 
 def _touch_leases(prototype_ids: list[int]) -> tuple[list, list]:
-    return [cache.touch(_lease(prototype_id), RELAY_LEASE_SECONDS) for prototype_id in prototype_ids], []
+    return touch_many([_lease(prototype_id) for prototype_id in prototype_ids], timeout=RELAY_LEASE_SECONDS), []
 
 
 def _complete(previews: list[tuple[int, str]]) -> tuple[list, list]:

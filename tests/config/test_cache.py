@@ -61,3 +61,21 @@ def test_concurrent_threads_share_the_pool_safely():
     for thread in threads:
         thread.join()
     assert errors == []
+
+
+def test_touch_many_extends_the_entries_that_exist():
+    from django.core.cache import cache
+
+    from config.cache import touch_many
+
+    cache.set("lease-a", 1, 5)
+    cache.set("lease-b", 2, 5)
+    server = redis.Redis.from_url(settings.REDIS_URL)
+
+    def expires():
+        return server.info("commandstats").get("cmdstat_expire", {}).get("calls", 0)
+
+    before = expires()
+    assert touch_many(["lease-a", "gone", "lease-b"], timeout=600) == [True, False, True]
+    assert expires() - before == 3
+    assert 5 < server.ttl(cache.make_key("lease-a")) <= 600 and cache.get("lease-b") == 2

@@ -204,6 +204,15 @@ async def _opened_and_finished(path):
     return await (await Stream(path).open()).finish()
 
 
+def test_a_client_opening_too_many_streams_is_told_when_to_come_back(settings):
+    settings.PROTOTYPES_STREAM_RATE = "2/min"
+    path = f"/api/leads/{uuid.uuid4()}/generate-stream"
+    streams = [asyncio.run(_opened_and_finished(path)) for _ in range(3)]
+    assert [stream.status for stream in streams] == [404, 404, 429]
+    assert json.loads(streams[2].text)["error"]["code"] == "rate_limited"
+    assert 1 <= int(streams[2].headers["retry-after"]) <= 60
+
+
 @pytest.mark.parametrize("layer", ["redis", "in-memory"])
 def test_a_workers_step_reaches_an_open_stream(fake_v0, settings, layer):
     """The relay stalls; a worker process (another interpreter) finds the generation done and
