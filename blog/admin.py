@@ -6,20 +6,12 @@ from django.urls import path, reverse
 
 from blog import selectors, services
 from blog.models import BlogCache
+from config.admin_actions import ReadOnlyAdminMixin
 
 
 @admin.register(BlogCache)
-class BlogCacheAdmin(admin.ModelAdmin):
+class BlogCacheAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     """One page instead of a change list: the cache's generation and counters, and the purge."""
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
     def has_purge_permission(self, request):
         return request.user.has_perm("blog.purge_blogcache")

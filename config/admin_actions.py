@@ -1,4 +1,5 @@
-"""Every admin action checks a permission, the libraries' own included; every CSV export escapes formulae.
+"""Every admin action checks a permission, the libraries' own included; every CSV export escapes formulae;
+records nobody may add, change or delete in the admin say so in one place (ReadOnlyAdminMixin).
 
 Django runs an action for anyone who can see the change list unless the action
 names `allowed_permissions`. Our actions name theirs; django-celery-beat's
@@ -12,6 +13,19 @@ from django.contrib import admin
 from import_export.formats.base_formats import CSV
 
 from config.exports import SafeCSV
+
+
+class ReadOnlyAdminMixin:
+    """A ModelAdmin whose rows are records: shown, never added, changed or deleted there."""
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
 
 
 def admin_actions_require_permissions(site=admin.site) -> None:

@@ -14,6 +14,7 @@ from import_export.admin import ExportMixin
 from import_export.formats.base_formats import CSV
 
 from chat import selectors as chat_selectors
+from config.admin_actions import ReadOnlyAdminMixin
 from config.pagination import CappedCountPaginator
 from crm import selectors, services
 from crm.models import Contact, Task, TimelineEvent
@@ -352,7 +353,7 @@ class EventTypeFilter(admin.SimpleListFilter):
 
 
 @admin.register(TimelineEvent)
-class TimelineEventAdmin(StoreScopedAdminMixin, admin.ModelAdmin):
+class TimelineEventAdmin(StoreScopedAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
     """Everything that happened to the contacts, newest first; append-only."""
 
     list_display = ("occurred_at", "contact", "store", "event_type", "actor_type", "entity_type", "entity_id")
@@ -364,11 +365,3 @@ class TimelineEventAdmin(StoreScopedAdminMixin, admin.ModelAdmin):
     paginator = CappedCountPaginator
     show_full_result_count = False
 
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False

@@ -10,6 +10,7 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
 import jobs
+from config.admin_actions import ReadOnlyAdminMixin
 from config.pagination import CappedCountPaginator
 from crm.redaction import redact
 from stores.scoping import StoreListFilter, StoreScopedAdminMixin
@@ -52,7 +53,7 @@ class MailboxAdmin(admin.ModelAdmin):
 
 
 @admin.register(EmailLead)
-class EmailLeadAdmin(StoreScopedAdminMixin, admin.ModelAdmin):
+class EmailLeadAdmin(StoreScopedAdminMixin, ReadOnlyAdminMixin, admin.ModelAdmin):
     """Leads from lead-notification emails, read-only: what was parsed, and why a parse failed."""
 
     list_display = (
@@ -88,15 +89,6 @@ class EmailLeadAdmin(StoreScopedAdminMixin, admin.ModelAdmin):
 
     def get_readonly_fields(self, request, obj=None):
         return [field for fieldset in self.fieldsets for field in fieldset[1]["fields"]]
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False  # what the email said is the record; staff edit leads under Leads
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
     @admin.display(description="parse state", ordering="parse_state")
     def parse_state_badge(self, obj):
