@@ -204,8 +204,9 @@ class DeliveryHealth:
     beats: list[Beat]
 
 
-def delivery_health() -> DeliveryHealth:
-    """Jobs not yet done or dead per kind, breaker states, the last poll per mailbox and run per beat task."""
+def delivery_health(*, store_ids=None) -> DeliveryHealth:
+    """Jobs not yet done or dead per kind (of `store_ids`; None: every job), breaker states, the last poll
+    per mailbox and run per beat task."""
     rows = {task.name: task for task in PeriodicTask.objects.filter(name__in=list(PERIODIC_TASKS))}
     beats = [
         Beat(
@@ -217,7 +218,7 @@ def delivery_health() -> DeliveryHealth:
         for name in PERIODIC_TASKS
     ]
     return DeliveryHealth(
-        jobs_by_kind=jobs.health_by_kind(),
+        jobs_by_kind=jobs.health_by_kind(store_ids=store_ids),
         breakers=tracking_selectors.circuit_breakers(),
         mailbox_polls=tracking_selectors.mailbox_last_polls(),
         beats=beats,
@@ -256,7 +257,7 @@ def figures(*, period: Period, store_ids, sections) -> dict:
     if "first_response" in sections:
         result["first_response"] = first_response(period=period, store_ids=store_ids)
     if "delivery_health" in sections:
-        result["delivery_health"] = delivery_health()
+        result["delivery_health"] = delivery_health(store_ids=store_ids)
     if seconds > 0:
         cache.set(key, result, seconds)
     return result

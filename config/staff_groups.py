@@ -1,5 +1,6 @@
-"""The two staff groups, defined here once: Sales (leads, contacts, tasks) and Operations
-(jobs, schedules, mailboxes, stores). Each app's data migration grants its own models.
+"""The staff groups, defined here once: Sales (leads, contacts, tasks), Operations (jobs,
+schedules, mailboxes, stores) and Managers (every store's rows, and the data that belongs to no
+store). Each app's data migration grants its own models.
 
 Permissions are normally created after `migrate` finishes; `grant` creates
 them first so a group can receive them in the same run.
@@ -9,6 +10,7 @@ from django.contrib.auth.management import create_permissions
 
 SALES = "Sales"
 OPERATIONS = "Operations"
+MANAGERS = "Managers"
 
 
 def grant(apps, group_name: str, app_label: str, models: dict[str, list[str]]):

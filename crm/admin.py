@@ -20,7 +20,7 @@ from crm import selectors, services
 from crm.models import Contact, Task, TimelineEvent
 from leadgen import selectors as lead_selectors
 from prototypes import selectors as prototype_selectors
-from stores.scoping import StoreListFilter, StoreScopedAdminMixin, store_ids_for
+from stores.scoping import StoreListFilter, StoreScopedAdminMixin, store_ids_for, stores_visible
 
 WORK_QUEUE_LIMIT = 200
 
@@ -191,6 +191,13 @@ class TaskForm(forms.ModelForm):
         )  # fmt: skip
         labels = {"type_category": "type"}
 
+    def clean(self):
+        cleaned = super().clean()
+        owner, contact = cleaned.get("assigned_to"), cleaned.get("contact")
+        if owner and contact and not selectors.task_assignees(store_ids=[contact.store_id]).filter(pk=owner.pk):
+            self.add_error("assigned_to", "Pick someone who works at this task's store.")
+        return cleaned
+
 
 @admin.register(Task)
 class TaskAdmin(StoreScopedAdminMixin, ExportMixin, admin.ModelAdmin):
@@ -225,12 +232,19 @@ class TaskAdmin(StoreScopedAdminMixin, ExportMixin, admin.ModelAdmin):
     def save_model(self, request, obj, form, change):
         services.task_save(task=obj, actor=request.user.get_username())
 
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        form = super().get_form(request, obj, change, **kwargs)
+        if obj is not None and "assigned_to" in form.base_fields:
+            # An existing task's owner comes from the staff of its own store (TaskForm.clean checks it again).
+            form.base_fields["assigned_to"].queryset = selectors.task_assignees(store_ids=[obj.store_id])
+        return form
+
     def formfield_for_foreignkey(self, db_field, request, **kwargs):
         if db_field.name == "assigned_to":
-            # Active staff (a store's staff: the staff of their stores), as a plain list: Sales may not read users.
-            staff = db_field.related_model.objects.filter(is_staff=True, is_active=True).order_by("username")
+            # Staff of the stores the user sees, as a plain list: Sales may not read users.
             store_ids = store_ids_for(request.user)
-            kwargs["queryset"] = staff if store_ids is None else staff.filter(stores__in=store_ids).distinct()
+            visible = stores_visible(request.user).values("pk") if store_ids is None else store_ids
+            kwargs["queryset"] = selectors.task_assignees(store_ids=visible)
         return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
     @admin.display(description="due", ordering="due_at")

@@ -37,4 +37,6 @@ def lead_created_emit(*, lead, replay: str = ""):
     if missing:
         logger.info("lead_created_skipped", lead_id=lead.pk, missing=missing)
         return None
-    return jobs.enqueue(LEAD_CREATED, {"lead_id": lead.pk}, key=lead_created_key(lead.pk, replay=replay))
+    return jobs.enqueue(
+        LEAD_CREATED, {"lead_id": lead.pk}, key=lead_created_key(lead.pk, replay=replay), store_id=lead.store_id
+    )

@@ -110,15 +110,29 @@ def contact_lead_ids(*, contact) -> list[int]:
     return [int(pk) for pk in ids if pk.isdigit()]
 
 
+# --- owners --------------------------------------------------------------------------------------
+
+
+def task_assignees(*, store_ids):
+    """Active staff who may own a task of one of `store_ids`: the staff assigned to those stores."""
+    from django.contrib.auth import get_user_model
+
+    staff = get_user_model().objects.filter(is_staff=True, is_active=True, stores__in=store_ids)
+    return staff.distinct().order_by("username")
+
+
 # --- work queue ----------------------------------------------------------------------------------
 
 
 def tasks_mine(*, user, store_ids):
-    """Pending tasks assigned to `user`, and the unassigned ones of the user's stores; soonest due first."""
+    """Pending tasks assigned to `user`, and the unassigned ones of the user's stores; soonest due first.
+
+    Always within `store_ids`: a task assigned to the user in a store they no longer work is not theirs to see.
+    """
     mine = Q(assigned_to=user)
     if store_ids is not None:
-        mine |= Q(assigned_to__isnull=True, store__in=store_ids)
-    return _queue(Task.objects.filter(mine, status=Task.Status.PENDING))
+        mine |= Q(assigned_to__isnull=True)
+    return _queue(_in_stores(Task.objects.filter(mine, status=Task.Status.PENDING), store_ids))
 
 
 def tasks_due_soon(*, store_ids, now: datetime | None = None):

@@ -47,16 +47,19 @@ __all__ = [
 # --- writes ---------------------------------------------------------------------------------
 
 
-def enqueue(kind, payload, *, key, run_after=None, max_attempts=None, dispatch=True):
+def enqueue(kind, payload, *, key, run_after=None, max_attempts=None, dispatch=True, store_id=None):
     """Record a job in the caller's transaction; it runs after commit. An existing key returns its job.
 
     `dispatch=False` sends no run message: for a caller that calls `run_now` right after commit.
+    `store_id`: the store whose data the job handles (its staff see the job); the payload holds ids and
+    the least the handler needs, never a copy of personal data it can read from its row.
     """
     from jobs.services import job_enqueue
 
     return job_enqueue(
-        kind=kind, payload=payload, key=key, run_after=run_after, max_attempts=max_attempts, dispatch=dispatch
-    )
+        kind=kind, payload=payload, key=key, run_after=run_after, max_attempts=max_attempts, dispatch=dispatch,
+        store_id=store_id,
+    )  # fmt: skip
 
 
 def enqueue_many(specs, *, dispatch=True):
@@ -84,7 +87,7 @@ def replay(*, job_ids, actor: str) -> int:
     return jobs_replay(job_ids=job_ids, actor=actor)
 
 
-def replay_or_enqueue(kind, payload, *, key, actor: str) -> bool:
+def replay_or_enqueue(kind, payload, *, key, actor: str, store_id=None) -> bool:
     """Send a side effect again: enqueue it if it never was, replay it if it died or was skipped.
 
     False when it is already on its way or done. Call inside the transaction that records why.
@@ -94,7 +97,7 @@ def replay_or_enqueue(kind, payload, *, key, actor: str) -> bool:
 
     existing = Job.objects.filter(key=key).first()
     if existing is None:
-        job_enqueue(kind=kind, payload=payload, key=key)
+        job_enqueue(kind=kind, payload=payload, key=key, store_id=store_id)
         return True
     if existing.status not in (Job.Status.DEAD, Job.Status.SKIPPED):
         return False
@@ -219,8 +222,10 @@ def keys_in_progress(keys) -> set[str]:
     return set(jobs_unfinished_for_keys(keys).values_list("key", flat=True))
 
 
-def health_by_kind() -> list[dict]:
-    """Per kind: pending, retrying (pending after a failed attempt), running and dead counts."""
+def health_by_kind(*, store_ids=None) -> list[dict]:
+    """Per kind: pending, retrying (pending after a failed attempt), running and dead counts.
+
+    `store_ids`: only the jobs of those stores (None: every job)."""
     from jobs.selectors import jobs_health_by_kind
 
-    return jobs_health_by_kind()
+    return jobs_health_by_kind(store_ids=store_ids)

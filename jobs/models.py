@@ -15,6 +15,11 @@ class Job(models.Model):
     kind = models.CharField(max_length=100)
     key = models.CharField(max_length=255, help_text="Idempotency key.")
     payload = models.JSONField(default=dict, blank=True)
+    # The store whose data the job handles, for store scoping in the admin (stores.scoping); empty for a
+    # job of no one store, which only staff who see every store see.
+    store = models.ForeignKey(
+        "stores.Store", null=True, blank=True, on_delete=models.SET_NULL, db_index=False, related_name="+"
+    )
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
     attempts = models.PositiveIntegerField(default=0)
     max_attempts = models.PositiveIntegerField(default=8)
@@ -37,7 +42,13 @@ class Job(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["key"], name="job_unique_key", opclasses=["varchar_pattern_ops"])
         ]
-        indexes = [models.Index(fields=["status", "run_after"], name="job_due_idx")]
+        # job_store_idx serves a store's staff their list, and costs nothing on jobs of no store.
+        indexes = [
+            models.Index(fields=["status", "run_after"], name="job_due_idx"),
+            models.Index(
+                fields=["store", "-created_at"], name="job_store_idx", condition=models.Q(store__isnull=False)
+            ),
+        ]
         ordering = ["-created_at"]
 
     def __str__(self):

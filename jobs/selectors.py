@@ -29,15 +29,17 @@ def jobs_unfinished_for_keys(keys):
     return Job.objects.filter(key__in=list(keys), status__in=[Job.Status.PENDING, Job.Status.RUNNING])
 
 
-def jobs_health_by_kind() -> list[dict]:
+def jobs_health_by_kind(*, store_ids=None) -> list[dict]:
     """Unfinished and dead jobs per kind: pending (of which retrying: at least one attempt made), running, dead.
 
     Reads only those statuses (through job_due_idx), never the finished rows, which are most of the table.
     """
     counts: dict[str, dict] = {}
+    unfinished = Job.objects.filter(status__in=[Job.Status.PENDING, Job.Status.RUNNING, Job.Status.DEAD])
+    if store_ids is not None:
+        unfinished = unfinished.filter(store__in=store_ids)
     rows = (
-        Job.objects.filter(status__in=[Job.Status.PENDING, Job.Status.RUNNING, Job.Status.DEAD])
-        .values("kind", "status")
+        unfinished.values("kind", "status")
         .annotate(count=Count("pk"), retrying=Count("pk", filter=Q(attempts__gt=0)))
         .order_by()
     )

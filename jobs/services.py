@@ -29,7 +29,7 @@ logger = structlog.get_logger(__name__)
 REDISPATCH_AFTER = timedelta(seconds=30)
 
 
-def job_enqueue(*, kind, payload, key, run_after=None, max_attempts=None, dispatch=True) -> Job:
+def job_enqueue(*, kind, payload, key, run_after=None, max_attempts=None, dispatch=True, store_id=None) -> Job:
     """Record a side effect in the caller's transaction; an existing key returns its job.
 
     Due jobs are sent to the workers once the transaction commits; later ones
@@ -38,7 +38,9 @@ def job_enqueue(*, kind, payload, key, run_after=None, max_attempts=None, dispat
     message is sent, and the sweep sends one if the job is still pending after
     REDISPATCH_AFTER (the caller died).
     """
-    spec = JobSpec(kind=kind, payload=payload, key=key, run_after=run_after, max_attempts=max_attempts)
+    spec = JobSpec(
+        kind=kind, payload=payload, key=key, run_after=run_after, max_attempts=max_attempts, store_id=store_id
+    )
     return job_enqueue_many(specs=[spec], dispatch=dispatch)[0]
 
 
@@ -69,6 +71,7 @@ def job_enqueue_many(*, specs: Iterable[JobSpec], dispatch=True) -> list[Job]:
             kind=spec.kind,
             key=spec.key,
             payload=spec.payload,
+            store_id=spec.store_id,
             run_after=run_after,
             max_attempts=spec.max_attempts or settings.JOBS_DEFAULT_MAX_ATTEMPTS,
             dispatched_at=now if run_after <= now else None,

@@ -11,3 +11,4 @@ class JobSpec:
     key: str
     run_after: datetime | None = None
     max_attempts: int | None = None
+    store_id: int | None = None  # the store whose data it handles: the admin shows it to that store's staff

@@ -95,7 +95,12 @@ def _pipedrive_deliver(client, lead: Lead, *, retry: bool) -> None:
             pipedrive_cc_email=created.cc_email or "",
             pipedrive_state=Lead.PipedriveState.SYNCED,
         )
-        jobs.enqueue("leadgen.pipedrive_note", {"lead_id": lead.pk}, key=lead.job_key("leadgen.pipedrive_note"))
+        jobs.enqueue(
+            "leadgen.pipedrive_note",
+            {"lead_id": lead.pk},
+            key=lead.job_key("leadgen.pipedrive_note"),
+            store_id=lead.store_id,
+        )
 
 
 @jobs.handler("leadgen.pipedrive_note")

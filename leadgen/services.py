@@ -198,7 +198,7 @@ def lead_fan_out(*, lead: Lead) -> None:
 
 
 def _lead_job(kind: str, lead: Lead, *, run_after=None) -> jobs.JobSpec:
-    return jobs.JobSpec(kind, {"lead_id": lead.pk}, key=lead.job_key(kind), run_after=run_after)
+    return jobs.JobSpec(kind, {"lead_id": lead.pk}, key=lead.job_key(kind), run_after=run_after, store_id=lead.store_id)
 
 
 @transaction.atomic
@@ -230,7 +230,8 @@ def lead_resync_pipedrive(*, lead: Lead, actor: str) -> bool:
     if lead.status != Lead.Status.LEAD or lead.pipedrive_state == Lead.PipedriveState.SYNCED:
         return False
     kind = "leadgen.pipedrive_sync"
-    if not jobs.replay_or_enqueue(kind, {"lead_id": lead.pk}, key=lead.job_key(kind), actor=actor):
+    payload, key = {"lead_id": lead.pk}, lead.job_key(kind)
+    if not jobs.replay_or_enqueue(kind, payload, key=key, actor=actor, store_id=lead.store_id):
         return False  # already on its way (or done)
     Lead.objects.filter(pk=lead.pk).update(pipedrive_state=Lead.PipedriveState.PENDING, updated_at=timezone.now())
     return True

@@ -13,6 +13,9 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
 
+# The one permission that lifts store scoping (stores.scoping); superusers hold it implicitly.
+VIEW_ALL_STORES = "view_all_stores"
+
 
 def validate_timezone(value):
     if value not in available_timezones():
@@ -36,13 +39,14 @@ class Store(models.Model):
     quiet_hours_start = models.TimeField(default=time(21, 0))
     quiet_hours_end = models.TimeField(default=time(8, 0))
     is_active = models.BooleanField(default=True)
-    # Staff assigned here see only their stores' leads, contacts, tasks and timeline (stores.scoping).
+    # Staff see only the rows of the stores they are assigned to (stores.scoping).
     staff = models.ManyToManyField(
         settings.AUTH_USER_MODEL,
         blank=True,
         related_name="stores",
         db_table="stores_store_staff",
-        help_text="Staff who work this store. Staff with no store see every store.",
+        help_text="Staff who work this store. Staff see only their stores' rows; seeing every store is the "
+        "“Can see every store” permission (the Managers group).",
     )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -50,6 +54,7 @@ class Store(models.Model):
     class Meta:
         db_table = "tracking_store"  # the table predates this app; the name stays so no data moves
         ordering = ["franchise", "name"]
+        permissions = [(VIEW_ALL_STORES, "Can see every store")]
 
     def __str__(self):
         return f"{self.franchise} — {self.name}"

@@ -1,28 +1,39 @@
 """Store-level isolation in the admin: the one place that decides what a staff user may see.
 
-A staff user assigned to one or more stores (Store.staff) sees and changes only
-rows of those stores; superusers and staff with no assignment keep the whole
-scope. Every admin of store-owned rows mixes in `StoreScopedAdminMixin`, so
-lists, detail pages, search, filters, CSV export, actions and the autocomplete
-all start from the same filtered queryset, and an object outside the scope is
-a 404 whichever URL asks for it.
+The scope fails closed: a staff user sees and changes only rows of the stores
+they are assigned to (Store.staff), and a user with no assignment sees none.
+Seeing every store, and the rows that belong to no store, takes the explicit
+`stores.view_all_stores` permission (the Managers group) or superuser status.
+Nobody changes their own assignments or permissions (stores.admin). Every
+admin of store-owned rows mixes in `StoreScopedAdminMixin`, so lists, detail
+pages, search, filters, CSV export, actions and the autocomplete all start
+from the same filtered queryset, and an object outside the scope is a 404
+whichever URL asks for it.
 """
 
 from django.contrib import admin
 from django.http import Http404
 
-from stores.models import Store
+from stores.models import VIEW_ALL_STORES, Store
 
 _CACHE_ATTRIBUTE = "_store_scope_ids"
+VIEW_ALL_STORES_PERMISSION = f"stores.{VIEW_ALL_STORES}"
+
+
+def sees_every_store(user) -> bool:
+    """Whether `user` sees every store's rows and the rows of no store (superusers hold every permission)."""
+    return user.is_authenticated and user.is_active and user.has_perm(VIEW_ALL_STORES_PERMISSION)
 
 
 def store_ids_for(user) -> frozenset[int] | None:
-    """The stores `user` is limited to, or None for every store. Read once per user object (request)."""
+    """The stores `user` is limited to (possibly none), or None for every store. Read once per user object."""
     if not hasattr(user, _CACHE_ATTRIBUTE):
-        ids = None
-        if user.is_authenticated and not user.is_superuser:
+        ids = frozenset()
+        if sees_every_store(user):
+            ids = None
+        elif user.is_authenticated:
             ids = frozenset(Store.staff.through.objects.filter(user_id=user.pk).values_list("store_id", flat=True))
-        setattr(user, _CACHE_ATTRIBUTE, ids or None)
+        setattr(user, _CACHE_ATTRIBUTE, ids)
     return getattr(user, _CACHE_ATTRIBUTE)
 
 

@@ -100,7 +100,8 @@ def ensure_staff_groups():
 
     from config import staff_groups as permissions
 
-    if Group.objects.filter(name__in=[permissions.OPERATIONS, permissions.SALES]).count() == 2:
+    groups = [permissions.OPERATIONS, permissions.SALES, permissions.MANAGERS]
+    if Group.objects.filter(name__in=groups).count() == len(groups):
         return
     loader = MigrationLoader(connection)
     state_apps = loader.project_state().apps

@@ -12,7 +12,7 @@ from django.utils import timezone
 from playwright.sync_api import expect
 
 from chat.models import ChatMessage
-from config.staff_groups import OPERATIONS, SALES
+from config.staff_groups import MANAGERS, OPERATIONS, SALES
 from crm.models import Task, TimelineEvent
 from jobs.models import Job
 from leadgen.models import Lead
@@ -92,7 +92,7 @@ def test_store_salesperson_opens_the_dashboard_and_works_the_queue(browser_page,
 
 
 def test_manager_sees_every_store_and_delivery_health(browser_page, staff_user, busy_week):
-    staff_user("maria", SALES, OPERATIONS)
+    staff_user("maria", SALES, OPERATIONS, MANAGERS)
     page = browser_page
     page.set_viewport_size({"width": 1400, "height": 900})
 

@@ -1,7 +1,7 @@
 """Store-level isolation on every admin page: a store's staff see and change only their stores' rows.
 
 Lists, search, filter choices, detail pages (another store's id is a 404), history, CSV export, actions,
-autocomplete, forms, the work queue and the dashboard. Managers (Sales without a store) see everything.
+autocomplete, forms, the work queue and the dashboard. Managers (the every-store permission) see everything.
 """
 
 import csv
@@ -11,7 +11,7 @@ import pytest
 from django.urls import reverse
 
 from chat.models import ChatSession
-from config.staff_groups import OPERATIONS, SALES
+from config.staff_groups import MANAGERS, OPERATIONS, SALES
 from crm.models import Contact, Task, TimelineEvent
 from leadgen.models import Lead
 from prototypes.models import Prototype
@@ -158,15 +158,15 @@ def test_dashboard_figures_cover_only_the_users_stores_even_when_another_is_aske
     assert received.count == 1
 
 
-def test_managers_without_a_store_keep_every_store(world, staff, client):
-    client.force_login(staff("boss", SALES))
+def test_managers_see_every_store(world, staff, client):
+    client.force_login(staff("boss", SALES, MANAGERS))
     shown = set(client.get(reverse("admin:crm_contact_changelist")).context["cl"].result_list)
     assert shown == set(Contact.objects.all())
     theirs = Task.objects.get(source_lead=world["theirs"])
     assert client.get(reverse("admin:crm_task_change", args=[theirs.pk])).status_code == 200
     page = client.get(reverse("admin:index"), {"days": "90"})
     assert page.context["funnel"][0][0].count == 3
-    ops = staff("ops", OPERATIONS)
+    ops = staff("ops", OPERATIONS, MANAGERS)
     client.force_login(ops)
     stores = client.get(reverse("admin:stores_store_changelist")).context["cl"].result_list
     assert set(stores) == set(Store.objects.all())

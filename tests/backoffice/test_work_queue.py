@@ -92,9 +92,9 @@ def test_the_bulk_action_records_each_task_on_its_timeline(queue):
     assert events(task) == ["task.done"]
 
 
-def test_viewers_without_change_permission_see_no_action_and_cannot_post(queue, staff):
+def test_viewers_without_change_permission_see_no_action_and_cannot_post(queue, staff, downtown):
     client, task = queue
-    viewer = staff("viewer")
+    viewer = staff("viewer", stores=[downtown])
     viewer.user_permissions.add(Permission.objects.get(codename="view_task"))
     client.force_login(viewer)
     page = client.get(reverse("admin:crm_task_queue"), {"view": "due_soon"})

@@ -8,7 +8,7 @@ from django.urls import reverse
 from django.utils import timezone
 from pytest_django.asserts import assertContains, assertNotContains
 
-from config.staff_groups import SALES
+from config.staff_groups import MANAGERS, SALES
 from crm.models import Contact, Task
 from crm.services import lead_created_process
 
@@ -18,7 +18,7 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def sales_client(client, django_user_model):
     user = django_user_model.objects.create_user("sales", is_staff=True)
-    user.groups.add(Group.objects.get(name=SALES))
+    user.groups.add(Group.objects.get(name=SALES), Group.objects.get(name=MANAGERS))
     client.force_login(user)
     return client
 

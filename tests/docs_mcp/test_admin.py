@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from config.staff_groups import SALES
+from config.staff_groups import MANAGERS, SALES
 from tests.browser import admin_login
 from tracking import activity
 from tracking.models import TrackedUser
@@ -28,7 +28,7 @@ def mcp_users(db):
 
 
 def test_the_user_page_shows_tools_counts_and_redacted_contexts(client, staff_user, mcp_users, django_user_model):
-    staff_user("sales", SALES)
+    staff_user("sales", SALES, MANAGERS)
     client.force_login(django_user_model.objects.get(username="sales"))
     page = client.get(f"/admin/tracking/trackeduser/{mcp_users.pk}/change/").content.decode()
     assert "<tr><td>search_docs</td><td>2</td></tr>" in page
@@ -38,7 +38,7 @@ def test_the_user_page_shows_tools_counts_and_redacted_contexts(client, staff_us
 
 
 def test_the_clients_page_lists_each_client_with_its_users(client, staff_user, mcp_users, django_user_model):
-    staff_user("sales", SALES)
+    staff_user("sales", SALES, MANAGERS)
     client.force_login(django_user_model.objects.get(username="sales"))
     response = client.get("/admin/tracking/trackeduser/mcp-clients/")
     assert response.status_code == 200
@@ -57,7 +57,7 @@ def test_the_clients_page_needs_the_view_permission(client, staff_user, mcp_user
 
 @pytest.mark.browser
 def test_a_salesperson_goes_from_the_clients_to_a_users_mcp_activity(browser_page, staff_user, mcp_users):
-    staff_user("sales", SALES)
+    staff_user("sales", SALES, MANAGERS)
     page = browser_page
     admin_login(page, "sales")
     page.goto("/admin/tracking/trackeduser/")

@@ -6,7 +6,7 @@ import pytest
 from playwright.sync_api import expect
 
 import jobs
-from config.staff_groups import OPERATIONS
+from config.staff_groups import MANAGERS, OPERATIONS
 from jobs import runtime
 from jobs.models import Job
 from tests.browser import admin_login
@@ -16,7 +16,7 @@ pytestmark = pytest.mark.browser
 
 @pytest.fixture
 def operator(staff_user):
-    return staff_user("ops", OPERATIONS)
+    return staff_user("ops", OPERATIONS, MANAGERS)
 
 
 def open_jobs(page):

@@ -35,6 +35,7 @@ def sales_client(client):
     user.groups.get().permissions.add(
         *Permission.objects.filter(content_type__app_label="leadgen", codename__in=["view_lead", "change_lead"])
     )
+    user.user_permissions.add(Permission.objects.get(codename="view_all_stores"))  # web leads are of no store
     client.force_login(user)
     return client
 

@@ -29,9 +29,11 @@ def staff_client(client, *codenames, group=None):
 
 @pytest.fixture
 def sales_client(client):
+    # Web-form leads belong to no store: their prototypes are for staff who see every store.
     return staff_client(
-        client, "view_prototype", "change_prototype", "view_prototypeevent", "view_lead", "change_lead", group=SALES
-    )
+        client, "view_prototype", "change_prototype", "view_prototypeevent", "view_lead", "change_lead",
+        "view_all_stores", group=SALES,
+    )  # fmt: skip
 
 
 def test_the_list_shows_prototypes_by_state_with_time_in_state(sales_client, fake_v0):

@@ -9,7 +9,7 @@ from django.contrib.auth.models import Permission
 from django.urls import reverse
 
 from config.exports import SafeCSV
-from config.staff_groups import OPERATIONS, SALES
+from config.staff_groups import MANAGERS, OPERATIONS, SALES
 from jobs.models import Job
 from leadgen.rules import Classification
 from leadgen.services import lead_create
@@ -46,11 +46,11 @@ def test_a_view_only_user_cannot_deliver_even_with_select_across(client, staff_u
     url = reverse("admin:tracking_trackeduser_changelist")
     action = {"action": "deliver_now", "select_across": "1", "index": "0", "_selected_action": ["1"]}
 
-    client.force_login(staff_user("sales", SALES))
+    client.force_login(staff_user("sales", SALES, MANAGERS))
     assert client.post(url, action).status_code in (200, 302)
     assert not Job.objects.filter(kind=DELIVER_KIND).exists()
 
-    client.force_login(staff_user("ops", OPERATIONS))
+    client.force_login(staff_user("ops", OPERATIONS, MANAGERS))
     client.post(url, action)
     assert Job.objects.filter(kind=DELIVER_KIND).count() == 3
 
@@ -63,7 +63,7 @@ def test_lead_export_cells_cannot_run_as_formulae(client, staff_user):
             client_ip="203.0.113.7",
             classification=Classification("lead", 0.9, "Judged by hand.", "llm"),
         )  # fmt: skip
-    user = staff_user("sales", SALES)
+    user = staff_user("sales", SALES, MANAGERS)  # web-form leads belong to no store
     user.user_permissions.add(Permission.objects.get(codename="view_lead"))
     client.force_login(user)
     fields = {f"leadresource_{name}": "on" for name in ("id", "first_name", "company", "email")}

@@ -4,7 +4,7 @@ import pytest
 from django.utils import timezone
 from playwright.sync_api import expect
 
-from config.staff_groups import OPERATIONS, SALES
+from config.staff_groups import MANAGERS, OPERATIONS, SALES
 from jobs.models import Job
 from tests.browser import admin_login
 from tracking import activity
@@ -19,14 +19,16 @@ def ada(db):
     return TrackedUser.objects.get(sub="auth0|ada")
 
 
-def test_migrations_let_sales_view_tracked_users_but_not_edit_them(staff_user):
-    sales = staff_user("sales", SALES)
-    assert sales.has_perm("tracking.view_trackeduser")
-    assert not sales.has_perm("tracking.change_trackeduser") and not sales.has_perm("tracking.delete_trackeduser")
+def test_migrations_let_managers_view_tracked_users_but_nobody_edit_them(staff_user):
+    assert not staff_user("sales", SALES).has_perm("tracking.view_trackeduser")
+    assert not staff_user("ops", OPERATIONS).has_perm("tracking.view_trackeduser")
+    manager = staff_user("boss", SALES, OPERATIONS, MANAGERS)
+    assert manager.has_perm("tracking.view_trackeduser")
+    assert not manager.has_perm("tracking.change_trackeduser") and not manager.has_perm("tracking.delete_trackeduser")
 
 
 def test_the_detail_previews_the_next_payload_redacted(client, staff_user, ada):
-    client.force_login(staff_user("sales", SALES))
+    client.force_login(staff_user("sales", SALES, MANAGERS))
     TrackedUser.objects.filter(pk=ada.pk).update(last_delivered_at=timezone.now())
     page = client.get(f"/admin/tracking/trackeduser/{ada.pk}/change/").content.decode()
     assert "mail me at [EMAIL]" in page  # the next payload, redacted
@@ -35,7 +37,7 @@ def test_the_detail_previews_the_next_payload_redacted(client, staff_user, ada):
 
 @pytest.mark.browser
 def test_operations_deliver_a_user_now_from_the_list(browser_page, staff_user, ada):
-    staff_user("ops", OPERATIONS)
+    staff_user("ops", OPERATIONS, MANAGERS)
     page = browser_page
     admin_login(page, "ops")
     page.locator("tr.model-trackeduser").get_by_role("link", name="Tracked users").click()
