@@ -24,8 +24,10 @@ class Auth0TokenVerifier:
 
     A client sends the same token with every request of a session: a verified
     token is kept (the most recent VERIFIED_TOKENS) and not checked again. The
-    SDK's bearer middleware still compares its expiry with the clock on every
-    request, so a kept token stops working when it expires.
+    SDK's bearer middleware compares `expires_at` with the clock on every
+    request, without leeway of its own: it is given the last second the
+    verifier accepts the token (its `exp` plus the leeway), so a token passes
+    exactly as long as the verification would pass it, kept or not.
     """
 
     VERIFIED_TOKENS = 4096
@@ -62,7 +64,7 @@ class Auth0TokenVerifier:
             token=token,
             client_id=str(claims.get("azp") or claims.get("client_id") or ""),
             scopes=scope.split() if isinstance(scope, str) else [],
-            expires_at=int(claims["exp"]),
+            expires_at=self.verifier.usable_until(claims),
             resource=self.verifier.audience,
             subject=claims["sub"],
             claims=claims,

@@ -5,7 +5,7 @@ at `https://{AUTH0_DOMAIN}/.well-known/jwks.json`. A token is accepted only
 when all of these hold: RS256 signature by a key of that set (`alg` pinned,
 so `none` and HS256-with-the-public-key tricks fail), `iss` exactly the
 tenant URL, our API identifier in `aud` (a string or a list), `exp` in the
-future, and a `sub`.
+future (LEEWAY_SECONDS of clock skew allowed), and a `sub`.
 
 The key set is fetched once and kept; a token naming an unknown `kid` (Auth0
 rotated its keys) fetches it again, at most once per JWKS_REFRESH_SECONDS so
@@ -86,6 +86,11 @@ class AccessTokenVerifier:
         if not isinstance(decoded.claims.get("sub"), str) or not decoded.claims["sub"]:
             raise InvalidAccessToken("no subject")
         return decoded.claims
+
+    def usable_until(self, claims: dict) -> int:
+        """The last second (Unix time) at which verified_claims accepts a token with these claims: `exp` plus the
+        leeway. For whoever keeps a verified token and checks it against the clock again later."""
+        return int(claims["exp"]) + LEEWAY_SECONDS - 1  # joserfc refuses from exp + leeway on
 
     def _key_set(self, kid: str | None, *, may_fetch: bool) -> KeySet:
         keys = self._keys

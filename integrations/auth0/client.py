@@ -4,15 +4,17 @@ Endpoints come from the tenant's discovery document,
 `https://{AUTH0_DOMAIN}/.well-known/openid-configuration`: `/authorize`,
 `/oauth/token` (client_secret_basic) and the JWKS at `/.well-known/jwks.json`.
 
-authlib keeps each login's state, nonce and PKCE verifier in the Django session
-(`_state_auth0_<state>`, used once), refuses a callback whose state is not
-there, and checks the ID token's signature against the JWKS (fetched again when
-a token names an unknown key, as after Auth0 rotates its keys), `exp`, `iat`
-and the nonce. Two checks are added here: by itself authlib takes the expected
-issuer from the discovery document and checks the audience only through `azp`
-(a token issued to another client that names ours in `azp` passes), so the
-claims options pin `iss` to the configured tenant and require our client id in
-`aud`.
+authlib keeps each login's state, nonce and PKCE verifier in `request.session`
+(`_state_auth0_<state>`); here that is the dict the caller passes as
+`pending`, so the caller decides where a login in progress is kept (the docs
+login: a signed cookie, nothing on the server). authlib refuses a callback
+whose state is not in it, and checks the ID token's signature against the
+JWKS (fetched again when a token names an unknown key, as after Auth0 rotates
+its keys), `exp`, `iat` and the nonce. Two checks are added here: by itself
+authlib takes the expected issuer from the discovery document and checks the
+audience only through `azp` (a token issued to another client that names ours
+in `azp` passes), so the claims options pin `iss` to the configured tenant and
+require our client id in `aud`.
 """
 
 from collections.abc import Iterator
@@ -61,18 +63,19 @@ class Auth0Client:
             user_agent=settings.HTTP_USER_AGENT,
         )
 
-    def authorize_redirect(self, request: HttpRequest, redirect_uri: str) -> HttpResponseRedirect:
-        """A redirect to Auth0's login page; the state, nonce and PKCE verifier wait in the session."""
-        with _client_errors():
+    def authorize_redirect(self, request: HttpRequest, redirect_uri: str, *, pending: dict) -> HttpResponseRedirect:
+        """A redirect to Auth0's login page; the state, nonce and PKCE verifier are written into `pending`."""
+        with _client_errors(), _authlib_session(request, pending):
             return self._app.authorize_redirect(request, redirect_uri)
 
-    def verified_claims(self, request: HttpRequest) -> dict:
+    def verified_claims(self, request: HttpRequest, *, pending: dict) -> dict:
         """The claims of the ID token the callback's code is exchanged for, once every check has passed.
 
-        PermanentError for a callback that cannot be trusted (an error answer, a state this session
-        did not start, a refused code, a token failing a check); TransientError when Auth0 is unreachable.
+        `pending` is what authorize_redirect wrote for this browser's login. PermanentError for a
+        callback that cannot be trusted (an error answer, a state not in `pending`, a refused code,
+        a token failing a check); TransientError when Auth0 is unreachable.
         """
-        with _client_errors():
+        with _client_errors(), _authlib_session(request, pending):
             token = self._app.authorize_access_token(
                 request,
                 claims_options={
@@ -100,6 +103,17 @@ def _client(domain: str, client_id: str, client_secret: str) -> Auth0Client:
     # One per process and configuration: authlib keeps the discovery document and the JWKS it
     # fetched, so a login costs Auth0 one token request instead of three requests.
     return Auth0Client(domain, client_id=client_id, client_secret=client_secret)
+
+
+@contextmanager
+def _authlib_session(request: HttpRequest, pending: dict) -> Iterator[None]:
+    """`pending` as the `request.session` authlib reads and writes a login's state in, for the duration."""
+    session = getattr(request, "session", None)
+    request.session = pending
+    try:
+        yield
+    finally:
+        request.session = session
 
 
 @contextmanager
