@@ -123,14 +123,20 @@ def _checked_matches(pattern: re.Pattern, text: str, is_valid: Callable[[re.Matc
 # --- URL credentials ----------------------------------------------------------------------
 # Greedy up to the last "@" before the path, so a raw "@" inside a password is covered too.
 # The host starts with a letter or digit, or is an IPv6 literal: never a placeholder.
-_URL_USERINFO = re.compile(r"\b[a-z][a-z0-9+.-]*://(?P<userinfo>[^\s/?#\[\]\x00]+)@(?=[a-z0-9]|\[[0-9a-f:.]+\])", re.I)
+# Linear: every scheme-like run is consumed whole (possessive), whether "://user@" follows it or
+# not, so the search never restarts inside a run ("a.a.a.…@" was quadratic). A run without
+# credentials after it matches with no userinfo and is passed over.
+_URL_USERINFO = re.compile(
+    r"\b[a-z][a-z0-9+.-]*+(?:://(?P<userinfo>[^\s/?#\[\]\x00]+)@(?=[a-z0-9]|\[[0-9a-f:.]+\]))?", re.I
+)
 
 
 def _url_credentials(text: str) -> Iterator[Span]:
-    if "@" not in text:
+    if "@" not in text or "://" not in text:
         return
     for match in _URL_USERINFO.finditer(text):
-        yield match.span("userinfo")
+        if match["userinfo"] is not None:
+            yield match.span("userinfo")
 
 
 # --- Authorization headers and bearer tokens --------------------------------------------

@@ -11,6 +11,7 @@ from django.utils.html import format_html, format_html_join
 
 import jobs
 from config.admin_actions import ReadOnlyAdminMixin
+from config.admin_forms import AdminModelForm
 from config.pagination import CappedCountPaginator
 from crm.redaction import redact
 from stores.scoping import StoreListFilter, StoreScopedAdminMixin
@@ -27,6 +28,8 @@ class MailboxAdmin(admin.ModelAdmin):
     list_filter = ("is_active",)
     search_fields = ("name", "host", "username")
     readonly_fields = ("created_at", "updated_at")
+    # Mailbox.clean() checks the host, read-only for operations: its error must reach them as a form error.
+    form = AdminModelForm
     # Where a login goes and which password it sends: superusers only (operations may pause a mailbox or
     # change its folder).
     CONNECTION_FIELDS = ("host", "port", "use_ssl", "username", "password_env_var")

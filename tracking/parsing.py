@@ -16,10 +16,13 @@ policy.default's structured header objects made parsing three times as slow,
 on a path that runs for every email.
 
 Every input is bounded before any pattern sees it, so no email can hold a
-worker: the MIME structure (a message is cut where it would pass
-MIME_MAX_MARKERS boundary lines or MIME_MAX_MULTIPARTS multipart
-declarations, since the stdlib parser's cost grows with both), each header
-value, each text part, HTML tags, each line and each labelled value. The
+worker: the header (a message whose header runs past HEADER_MAX_LINES lines
+is a failed lead, its fields read from the lines within), the MIME structure
+and the lines (a message is cut where it would pass MIME_MAX_MARKERS boundary
+lines, MIME_MAX_MULTIPARTS multipart declarations or MESSAGE_MAX_LINES lines,
+since the stdlib parser's cost grows with each, and with header lines most:
+every header lookup reads them all), each header value, each text part, HTML
+tags, each line and each labelled value. The
 patterns themselves are linear (no pattern can restart inside a run it
 already scanned). bench/imap measures the slowest of a set of hostile
 messages.
@@ -43,6 +46,11 @@ RAW_BODY_MAX_CHARS = 200_000
 MIME_MAX_MARKERS = 200  # lines starting with "--": boundaries (one per part), signatures, forward markers
 MIME_MAX_MULTIPARTS = 50  # mentions of "boundary": multipart declarations, nested or not
 HEADER_MAX_CHARS = 2_000
+# Relays add a few lines each and mail loops stop at about a hundred hops: no real header nears this. Our own
+# server's Authentication-Results and the sender's From, To, Subject and Date are within it.
+HEADER_MAX_LINES = 2_000
+HEADER_MAX_BYTES = 64 * 1024  # of a header read on its own (sender authentication, a message too large to fetch)
+MESSAGE_MAX_LINES = 20_000
 TEXT_MAX_CHARS = 100_000  # of one text part, before any pattern
 HTML_TAG_MAX_CHARS = 2_000
 LINE_MAX_CHARS = 1_000
@@ -77,6 +85,9 @@ LABELS = {
     "appointment date/time": "booked_at", "booked date/time": "booked_at",
 }  # fmt: skip
 
+# A line the stdlib parser reads as part of a header: a field, a continuation, or an mbox "From " line.
+_HEADER_LINE = re.compile(rb"From |[\x21-\x39\x3b-\x7e]*:|[\t ]")
+_LINE_END = re.compile(rb"\r\n|\r|\n")  # as the stdlib parser splits lines
 _LABEL_LINE = re.compile(r"^(?P<label>[^:\t]{1,40}?)\s*(?::|\t)[\s:]*(?P<value>.*)$")
 _FORWARD_MARKER = re.compile(
     r"^\s*(?:-{2,}\s*Forwarded message\s*-{2,}|-{2,}\s*Original Message\s*-{2,}|Begin forwarded message:"
@@ -203,6 +214,10 @@ def html_to_text(html: str) -> str:
 
 def parse_lead_email(raw: bytes, *, default_region: str = "US", received_at: datetime | None = None) -> ParsedLeadEmail:
     """Read one RFC 5322 message. `received_at` (the IMAP INTERNALDATE) wins over the Date header."""
+    header_end, header_over = _header_end(raw)
+    if header_over:
+        reason = f"header too long: over {HEADER_MAX_LINES:,} lines; its body was not read"
+        return headers_only(raw[:header_end], received_at=received_at, reason=reason)
     try:
         message = message_from_bytes(_mime_bounded(raw))
         headers = _headers(message)
@@ -234,7 +249,7 @@ def headers_only(raw_header: bytes, *, received_at: datetime | None, reason: str
     """A failed lead from a message's header alone: for a message too large to fetch, or one that never
     finished parsing. Its body is not read."""
     try:
-        headers = _headers(BytesHeaderParser().parsebytes(raw_header[: 64 * 1024]))
+        headers = _headers(BytesHeaderParser().parsebytes(_header_bounded(raw_header)))
     except Exception:  # headers the email package cannot split: the reason is still kept
         headers = {"received_at": None}
     headers["received_at"] = _utc(received_at) or headers["received_at"]
@@ -268,10 +283,10 @@ class SenderAuthentication:
 
 
 def sender_authentication(raw: bytes, *, authserv_id: str) -> SenderAuthentication:
-    """The DMARC and SPF results `authserv_id` recorded in the message's header (its first 64 KiB)."""
+    """The DMARC and SPF results `authserv_id` recorded in the message's header (within its bounds)."""
     results = []
     try:
-        header = BytesHeaderParser().parsebytes(raw[: 64 * 1024])
+        header = BytesHeaderParser().parsebytes(_header_bounded(raw))
         values = (header.get_all("Authentication-Results") or [])[:20]
     except Exception:  # a header the email package cannot split carries no result
         values = []
@@ -297,14 +312,35 @@ def sender_authentication(raw: bytes, *, authserv_id: str) -> SenderAuthenticati
 # --- internals -----------------------------------------------------------------------------
 
 
+def _header_end(raw: bytes) -> tuple[int, bool]:
+    """Where the header ends within its first HEADER_MAX_LINES lines, and whether it goes on past them."""
+    position = 0
+    for _ in range(HEADER_MAX_LINES):
+        if not _HEADER_LINE.match(raw, position):
+            return position, False
+        end = _LINE_END.search(raw, position)
+        if end is None:
+            return len(raw), False
+        position = end.end()
+    return position, bool(_HEADER_LINE.match(raw, position))
+
+
+def _header_bounded(raw: bytes) -> bytes:
+    """The header alone, within HEADER_MAX_LINES lines and HEADER_MAX_BYTES."""
+    raw = raw[:HEADER_MAX_BYTES]
+    return raw[: _header_end(raw)[0]]
+
+
 def _mime_bounded(raw: bytes) -> bytes:
-    """The message cut where it would pass MIME_MAX_MARKERS or MIME_MAX_MULTIPARTS (module docstring).
+    """The message cut where it would pass MIME_MAX_MARKERS, MIME_MAX_MULTIPARTS or MESSAGE_MAX_LINES
+    (module docstring).
 
     Counted with bytes.count/find rather than one pattern: a case-insensitive scan of a few megabytes
     cost more than parsing them.
     """
     lowered = raw.lower()
-    bounds = ((raw, b"\n--", MIME_MAX_MARKERS), (lowered, b"boundary", MIME_MAX_MULTIPARTS))
+    bounds = ((raw, b"\n--", MIME_MAX_MARKERS), (lowered, b"boundary", MIME_MAX_MULTIPARTS),
+              (raw, b"\n", MESSAGE_MAX_LINES), (raw, b"\r", MESSAGE_MAX_LINES))  # fmt: skip
     cut = len(raw)
     for text, needle, limit in bounds:
         if text.count(needle) <= limit:

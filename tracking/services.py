@@ -28,6 +28,7 @@ from crm.events import lead_created_emit
 from integrations.imap import FetchedMessage, ImapClient, MailboxSettings
 from leadgen import services as lead_services
 from tracking.parsing import (
+    HEADER_MAX_BYTES,
     ParsedLeadEmail,
     headers_only,
     lead_dedup_key,
@@ -149,13 +150,18 @@ class MessageSource:
         return f"{self.mailbox}:{self.uidvalidity}:{self.uid}"
 
 
-def email_lead_park(*, parsed: ParsedLeadEmail, source: MessageSource):
+def email_lead_park(*, parsed: ParsedLeadEmail, source: MessageSource, mappings: StoreMappings | None = None):
     """Keep a lead the database would not take as a retry job; the retry processor writes it later.
 
+    The job is the only copy of the lead until then, so its payload is the parsed email; the job carries
+    the lead's store, so only that store's staff (or staff who see every store) can read it.
     While the breaker is open the first attempt waits until it lets a trial
     write through; otherwise it waits LEAD_RETRY_DELAY_SECONDS.
     """
     delay = max(lead_write_breaker_reopens_in(), settings.LEAD_RETRY_DELAY_SECONDS)
+    mapping = (mappings or store_mappings()).lookup(
+        tracking_id=parsed.tracking_id, lead_emails=(parsed.email_from, parsed.forwarded_original_to)
+    )
     with transaction.atomic():
         return jobs.enqueue(
             LEAD_RETRY_KIND,
@@ -163,6 +169,7 @@ def email_lead_park(*, parsed: ParsedLeadEmail, source: MessageSource):
             key=f"{LEAD_RETRY_KIND}:{source.key}",
             run_after=timezone.now() + timedelta(seconds=delay),
             max_attempts=settings.LEAD_RETRY_MAX_ATTEMPTS,
+            store_id=mapping.store_id if mapping else None,
         )
 
 
@@ -254,7 +261,7 @@ def _message_capture(message: FetchedMessage, source: MessageSource, breaker, ma
         result.failed_parse += bool(parsed.parse_error)
         return True
     try:
-        email_lead_park(parsed=parsed, source=source)
+        email_lead_park(parsed=parsed, source=source, mappings=mappings)
     except DatabaseError as exc:
         log.error("lead_park_failed", error=describe_db_error(exc))
         connection.close_if_unusable_or_obsolete()
@@ -295,7 +302,9 @@ def mailbox_poll(
             seen = [
                 message.uid
                 for message in client.fetch(
-                    uids[start : start + settings.IMAP_FETCH_BATCH], max_bytes=settings.IMAP_MAX_MESSAGE_BYTES
+                    uids[start : start + settings.IMAP_FETCH_BATCH],
+                    max_bytes=settings.IMAP_MAX_MESSAGE_BYTES,
+                    header_max_bytes=HEADER_MAX_BYTES,
                 )
                 if _message_capture(
                     message,

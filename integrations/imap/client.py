@@ -31,7 +31,7 @@ class MailboxSettings:
 @dataclass(frozen=True)
 class FetchedMessage:
     uid: int
-    raw: bytes  # the whole message, or only its header when it is over the size limit
+    raw: bytes  # the whole message, or only the start of its header when it is over the size limit
     internal_date: datetime | None  # when the server received it, time-zone aware
     size: int | None = None  # RFC822.SIZE
     header_only: bool = False  # over the size limit: the body was never fetched
@@ -113,11 +113,14 @@ class ImapClient:
             criteria += ["SINCE", since]
         return sorted(self._call("search", criteria or ["ALL"]))
 
-    def fetch(self, uids: list[int], *, max_bytes: int | None = None) -> list[FetchedMessage]:
+    def fetch(
+        self, uids: list[int], *, max_bytes: int | None = None, header_max_bytes: int = 64 * 1024
+    ) -> list[FetchedMessage]:
         """The messages, in `uids` order; BODY.PEEK leaves the \\Seen flag alone.
 
-        With `max_bytes`, sizes are asked first and a message over it comes with its header only:
-        its body is never downloaded.
+        With `max_bytes`, sizes are asked first and a message over it comes with the first
+        `header_max_bytes` of its header only (a partial fetch: the header of a large message may
+        be large too). Its body is never downloaded.
         """
         sizes, large = {}, set()
         if max_bytes is not None:
@@ -126,11 +129,12 @@ class ImapClient:
         small = [uid for uid in uids if uid not in large]
         response = self._call("fetch", small, ["BODY.PEEK[]", "INTERNALDATE"]) if small else {}
         if large:
-            response.update(self._call("fetch", sorted(large), ["BODY.PEEK[HEADER]", "INTERNALDATE"]))
+            header = f"BODY.PEEK[HEADER]<0.{header_max_bytes}>"
+            response.update(self._call("fetch", sorted(large), [header, "INTERNALDATE"]))
         messages = []
         for uid in uids:
             data = response.get(uid, {})
-            raw = data.get(b"BODY[]", data.get(b"BODY[HEADER]"))
+            raw = data.get(b"BODY[]", data.get(b"BODY[HEADER]<0>"))
             if raw is None:
                 continue  # expunged meanwhile by another client
             messages.append(

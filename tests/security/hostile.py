@@ -56,6 +56,22 @@ def many_parts(count: int = 10_000) -> bytes:
     return HEADERS.encode() + b'Content-Type: multipart/mixed; boundary="p"\r\n\r\n' + body + b"--p--\r\n"
 
 
+def header_lines(count: int = 400_000) -> bytes:
+    """2 MB of header: 400,000 `X: a` lines after the real header fields (every header lookup reads them all)."""
+    return _single(LEAD, headers=HEADERS + "X: a\n" * count)
+
+
+def part_header_lines(count: int = 400_000) -> bytes:
+    """The same 400,000 header lines in the header of the one text part."""
+    part = b"--p\r\n" + b"X: a\n" * count + b"Content-Type: text/plain\r\n\r\n" + LEAD + b"\r\n--p--\r\n"
+    return HEADERS.encode() + b'Content-Type: multipart/mixed; boundary="p"\r\n\r\n' + part
+
+
+def short_lines(count: int = 1_000_000) -> bytes:
+    """A lead, then a million one-letter lines."""
+    return _single(LEAD + b"a\n" * count)
+
+
 HOSTILE_MESSAGES = {
     "1 MB lines": megabyte_lines,
     "40 KB of <a": unclosed_tags,
@@ -63,4 +79,7 @@ HOSTILE_MESSAGES = {
     "To: header of 40,000 addresses": header_to_40000,
     "MIME nested 2,000 deep": deep_nesting,
     "10,000 parts": many_parts,
+    "400,000 header lines": header_lines,
+    "400,000 lines in a part's header": part_header_lines,
+    "1,000,000 short lines": short_lines,
 }
