@@ -52,7 +52,12 @@ class Period:
 # --- leads per day -------------------------------------------------------------------------------
 
 MCP_DOCS_CHANNEL = "mcp_docs"
-CHANNEL_LABELS = {"web_form": "Web form", "email": "Email", MCP_DOCS_CHANNEL: "MCP / docs users"}
+CHANNEL_LABELS = {
+    "web_form": "Web form", "email": "Email", "facebook": "Facebook Lead Ads", "google_ads": "Google Ads",
+    "typeform": "Typeform", "webflow": "Webflow", "webhook": "Webhook", MCP_DOCS_CHANNEL: "MCP / docs users",
+}  # fmt: skip
+# Channels of inbound lead sources (sources/): charted only in a period they sent leads in.
+SOURCE_CHANNELS = ("facebook", "google_ads", "typeform", "webflow", "webhook")
 STATUS_LABELS = {"lead": "Lead", "spam": "Spam", "vendor": "Vendor"}
 
 
@@ -87,6 +92,9 @@ def leads_per_day(*, period: Period, store_ids=None, rows: list[dict] | None = N
             by_channel[MCP_DOCS_CHANNEL][index[row["day"]]] += row["count"]
     else:
         del by_channel[MCP_DOCS_CHANNEL]
+    for channel in SOURCE_CHANNELS:
+        if not any(by_channel[channel]):
+            del by_channel[channel]
     return DailySeries(days=period.days, by_channel=by_channel, by_status=by_status)
 
 

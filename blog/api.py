@@ -2,7 +2,6 @@
 
 import contextlib
 import functools
-import re
 
 import structlog
 from django.conf import settings
@@ -13,6 +12,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
 from rest_framework.exceptions import APIException, NotFound, ValidationError
+from rest_framework.fields import empty
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -20,8 +20,8 @@ from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
 from blog import cache as posts_cache
 from blog import selectors, services
-from blog.posts import LIST_FIELDS, PostsQuery
-from config.api import PayloadTooLarge
+from blog.posts import LIST_FIELDS, SLUG, PostsQuery
+from config.api import ExactPatternField, PayloadTooLarge
 from config.secrets import header_secret_require
 from config.throttling import ClientIpRateThrottle, ScopedRateThrottle
 
@@ -32,7 +32,6 @@ MAX_PAGE = 1000
 MAX_TERMS = 20
 PURGE_MAX_BODY_BYTES = 64 * 1024
 WEBHOOK_ID_SECONDS = 600  # a signed purge's id is remembered longer than the signature's 5-minute tolerance
-SLUG = re.compile(r"[\w%.~-]{1,200}")
 CACHE_CONTROL = "public, max-age=0, must-revalidate"  # browsers and CDNs revalidate with the ETag: purges reach them
 ORDERBY = ("date", "modified", "id", "title", "slug", "author", "relevance")
 
@@ -40,25 +39,31 @@ ORDERBY = ("date", "modified", "id", "title", "slug", "author", "relevance")
 # --- query validation ----------------------------------------------------------------------------
 
 
-class TermIdsField(serializers.CharField):
-    """Comma-separated positive term ids, as WordPress takes them."""
-
-    def to_internal_value(self, data):
-        text = super().to_internal_value(data)
-        parts = [part.strip() for part in text.split(",") if part.strip()]
-        if not all(part.isascii() and part.isdigit() and 0 < int(part) < 2**31 for part in parts):
-            raise ValidationError("Give comma-separated positive term ids, e.g. 3,7.")
-        if len(parts) > MAX_TERMS:
-            raise ValidationError(f"Give at most {MAX_TERMS} term ids.")
-        return tuple(sorted({int(part) for part in parts}))
+# The lists as the schema states them, which is the whole check: comma-separated, no spaces, no empty items.
+# Term ids are 1–999,999,999 (WordPress's are far below), at most MAX_TERMS of them. Blank (no filter) is
+# the schema's other `oneOf` alternative, so the patterns do not match it.
+TERM_IDS = rf"^[1-9][0-9]{{0,8}}(?:,[1-9][0-9]{{0,8}}){{0,{MAX_TERMS - 1}}}$"
+FIELD_NAMES = "^(?:{0})(?:,(?:{0}))*$".format("|".join(LIST_FIELDS))
 
 
-class FieldNamesField(serializers.CharField):
-    def to_internal_value(self, data):
-        names = [name.strip() for name in super().to_internal_value(data).split(",") if name.strip()]
-        unknown = sorted(set(names) - set(LIST_FIELDS))
-        if unknown:
-            raise ValidationError(f"Unknown field(s): {', '.join(unknown)}. Choose from {', '.join(LIST_FIELDS)}.")
+class TermIdsField(ExactPatternField):
+    """Comma-separated term ids, as WordPress takes them; read as the sorted distinct ids."""
+
+    def __init__(self, **kwargs):
+        super().__init__(TERM_IDS, message=f"Give up to {MAX_TERMS} comma-separated term ids, e.g. 3,7.", **kwargs)
+
+    def run_validation(self, data=empty):
+        return tuple(sorted({int(part) for part in super().run_validation(data).split(",") if part}))
+
+
+class FieldNamesField(ExactPatternField):
+    """Comma-separated names of LIST_FIELDS; read in LIST_FIELDS' order."""
+
+    def __init__(self, **kwargs):
+        super().__init__(FIELD_NAMES, message=f"Give comma-separated names from: {', '.join(LIST_FIELDS)}.", **kwargs)
+
+    def run_validation(self, data=empty):
+        names = set(super().run_validation(data).split(","))
         return tuple(name for name in LIST_FIELDS if name in names)
 
 
@@ -90,8 +95,8 @@ class PostsQuerySerializer(CacheParameterMixin, serializers.Serializer):
     per_page = serializers.IntegerField(min_value=1, max_value=100, default=10, help_text="Posts per page, 1–100.")
     search = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
     # Blank: no filter.
-    categories = TermIdsField(max_length=400, required=False, allow_blank=True, help_text="Category ids: 3,7.")
-    tags = TermIdsField(max_length=400, required=False, allow_blank=True, help_text="Tag ids, comma-separated.")
+    categories = TermIdsField(required=False, allow_blank=True, help_text="Category ids: 3,7.")
+    tags = TermIdsField(required=False, allow_blank=True, help_text="Tag ids, comma-separated.")
     orderby = serializers.ChoiceField(choices=ORDERBY, default="date")
     order = serializers.ChoiceField(choices=["asc", "desc"], default="desc")
 
@@ -177,7 +182,7 @@ class CategorySerializer(serializers.Serializer):
 
 
 class PostSummarySerializer(serializers.Serializer):
-    id = serializers.IntegerField(required=False)
+    id = serializers.IntegerField(required=False, allow_null=True)
     slug = serializers.CharField(required=False)
     title = serializers.CharField(required=False, help_text="Plain text (HTML entities kept).")
     excerpt = serializers.CharField(required=False, help_text="Sanitized HTML.")
@@ -307,11 +312,20 @@ class PostsView(BlogReadView):
         return self.answer(request, selectors.posts_page(query, refresh=refresh, admit=self.admit_upstream))
 
 
+POST_READ_SCHEMA = {
+    "parameters": [PostQuerySerializer, IF_NONE_MATCH, *READ_HEADERS],
+    "responses": {200: PostDetailSerializer, 304: None, 400: ERROR, 404: ERROR, 429: ERROR, 503: ERROR},
+}
+
+
 class PostDetailView(BlogReadView):
     @extend_schema(
         operation_id="blog_post_detail",
-        parameters=[PostQuerySerializer, IF_NONE_MATCH, *READ_HEADERS],
-        responses={200: PostDetailSerializer, 304: None, 400: ERROR, 404: ERROR, 429: ERROR, 503: ERROR},
+        parameters=[
+            OpenApiParameter("slug", {"type": "string", "pattern": f"^{SLUG.pattern}$"}, OpenApiParameter.PATH),
+            *POST_READ_SCHEMA["parameters"],
+        ],
+        responses=POST_READ_SCHEMA["responses"],
         description="One published post by slug, its content sanitized. Unknown slug: 404 `post_not_found`.",
     )
     def get(self, request, slug):
@@ -399,9 +413,12 @@ class PurgeDeleteView(PurgeView):
     def delete(self, request):
         return self.purge(request)
 
-    @extend_schema(exclude=True)
+    @extend_schema(
+        operation_id="blog_post_cache",
+        description="The post whose slug is `cache`: this path is matched before /api/posts/{slug}.",
+        **POST_READ_SCHEMA,
+    )
     def get(self, request):
-        # A post may be called "cache": GET /api/posts/cache is that post.
         return PostDetailView.as_view()(request._request, slug="cache")
 
     def get_throttles(self):

@@ -3,8 +3,11 @@
 Sanitizing happens here, before anything is cached, with nh3 (the ammonia
 sanitizer): scripts, styles, iframes, event-handler attributes and
 `javascript:` URLs go; the ordinary markup of a post stays, plus `class` (the
-block editor's layout classes) and responsive image attributes. Titles keep
-their text and entities only.
+block editor's layout classes) and responsive image attributes, a `srcset`
+only when every candidate in it is an http(s) URL. Titles, author and
+category names keep their text and entities only. Every other field is
+validated, else left out (null, or "" for a slug): ids are positive integers,
+dates ISO 8601, slugs SLUG, the featured image an http(s) URL.
 
 `detailUrl` is built from SITE_URL, never from the request's Host: the same
 cached bytes are served to everyone. WordPress keeps non-ASCII slugs
@@ -12,8 +15,10 @@ percent-encoded; the URL is built from the decoded slug so it is encoded once.
 """
 
 import copy
+import re
 from dataclasses import dataclass
-from urllib.parse import unquote
+from datetime import datetime
+from urllib.parse import unquote, urlsplit
 
 import nh3
 from django.conf import settings
@@ -31,6 +36,13 @@ UPSTREAM_EMBEDS = ("author", "wp:featuredmedia", "wp:term")
 _ATTRIBUTES = copy.deepcopy(nh3.ALLOWED_ATTRIBUTES)
 _ATTRIBUTES["*"] = {"class"}
 _ATTRIBUTES.setdefault("img", set()).update({"srcset", "sizes", "width", "height", "loading"})
+
+# A slug as WordPress writes it (letters, digits, hyphens, UTF-8 percent-encoded) and as our detail URL takes it.
+SLUG = re.compile(r"[\w%.~-]{1,200}")
+URL_MAX_CHARS = 2048
+# Characters that could end an attribute, open a tag or hide a scheme (browsers drop tabs and newlines in URLs).
+_URL_UNSAFE = re.compile(r"[\x00-\x20\x7f\"'<>\\`]")
+_SRCSET_DESCRIPTOR = re.compile(r"[1-9]\d{0,4}w|\d{1,2}(?:\.\d{1,3})?x")
 
 
 @dataclass(frozen=True)
@@ -53,11 +65,33 @@ class PostsQuery:
 
 
 def sanitize_html(html: str) -> str:
-    return nh3.clean(html or "", attributes=_ATTRIBUTES, link_rel="noopener noreferrer")
+    return nh3.clean(
+        html or "", attributes=_ATTRIBUTES, attribute_filter=_checked_attribute, link_rel="noopener noreferrer"
+    )
 
 
-def sanitize_text(html: str) -> str:
-    return nh3.clean(html or "", tags=set())
+def sanitize_text(html) -> str:
+    """Text and entities only; a value that is no string (WordPress can send anything) is empty."""
+    return nh3.clean(html if isinstance(html, str) else "", tags=set())
+
+
+def _web_url(value) -> str | None:
+    """`value` when it is an absolute http(s) URL with a host and nothing that could leave an attribute."""
+    if not isinstance(value, str) or len(value) > URL_MAX_CHARS or _URL_UNSAFE.search(value):
+        return None
+    try:
+        parts = urlsplit(value)
+    except ValueError:
+        return None
+    return value if parts.scheme.lower() in ("http", "https") and parts.hostname else None
+
+
+def _slug(value) -> str | None:
+    """`value` when it is a SLUG that names one path segment once decoded, else None."""
+    if not isinstance(value, str) or not SLUG.fullmatch(value):
+        return None
+    decoded = unquote(value)
+    return value if "/" not in decoded and decoded.strip(".") else None
 
 
 def post_summary(post: dict, fields: tuple[str, ...] = ()) -> dict:
@@ -74,17 +108,17 @@ def post_detail(post: dict) -> dict:
 
 def _shaped(post: dict) -> dict:
     embedded = post.get("_embedded") if isinstance(post.get("_embedded"), dict) else {}
-    slug = str(post.get("slug") or "")
+    slug = _slug(post.get("slug")) or ""
     return {
-        "id": post.get("id"),
+        "id": _positive_int(post.get("id")),
         "slug": slug,
         "title": sanitize_text(_rendered(post.get("title"))),
         "excerpt": sanitize_html(_rendered(post.get("excerpt"))),
-        "date": post.get("date"),
-        "modified": post.get("modified"),
-        "authorName": _first(embedded.get("author")).get("name") or None,
+        "date": _iso_datetime(post.get("date")),
+        "modified": _iso_datetime(post.get("modified")),
+        "authorName": sanitize_text(_first(embedded.get("author")).get("name")) or None,
         "categories": _categories(post, embedded),
-        "featuredImageUrl": _image_url(_first(embedded.get("wp:featuredmedia"))),
+        "featuredImageUrl": _web_url(_first(embedded.get("wp:featuredmedia")).get("source_url")),
         "detailUrl": settings.SITE_URL.rstrip("/") + reverse("blog-post-detail", args=[unquote(slug)])
         if slug
         else None,
@@ -104,18 +138,50 @@ def _first(items) -> dict:
 def _categories(post: dict, embedded: dict) -> list[dict]:
     """Id, name and slug of each category, names from the embedded terms when WordPress sent them."""
     terms = {}
-    for group in embedded.get("wp:term") or []:
+    groups = embedded.get("wp:term") if isinstance(embedded.get("wp:term"), list) else []
+    for group in groups:
         for term in group if isinstance(group, list) else []:
-            if isinstance(term, dict) and term.get("taxonomy") == "category":
-                terms[term.get("id")] = term
+            if isinstance(term, dict) and term.get("taxonomy") == "category" and _positive_int(term.get("id")):
+                terms[term["id"]] = term
     ids = post.get("categories") if isinstance(post.get("categories"), list) else []
     return [
-        {"id": term_id, "name": sanitize_text(terms.get(term_id, {}).get("name", "")) or None,
-         "slug": terms.get(term_id, {}).get("slug")}
+        {"id": term_id, "name": sanitize_text(terms.get(term_id, {}).get("name")) or None,
+         "slug": _slug(terms.get(term_id, {}).get("slug"))}
         for term_id in ids
+        if _positive_int(term_id) is not None
     ]  # fmt: skip
 
 
-def _image_url(media: dict) -> str | None:
-    url = media.get("source_url")
-    return url if isinstance(url, str) and url.startswith(("https://", "http://")) else None
+def _positive_int(value) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and 0 < value < 2**63 else None
+
+
+def _iso_datetime(value) -> str | None:
+    if not isinstance(value, str) or len(value) > 40:
+        return None
+    try:
+        datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return value
+
+
+def _checked_attribute(element: str, attribute: str, value: str) -> str | None:
+    # nh3 checks the schemes of URL attributes (src, href); srcset is a list of URLs it does not read.
+    return _srcset(value) if attribute == "srcset" else value
+
+
+def _srcset(value: str) -> str | None:
+    """The srcset when each of its candidates is an http(s) URL with at most a width or density descriptor;
+    otherwise none at all, and the image keeps its src. (A URL with a comma in it drops the srcset too.)"""
+    candidates = []
+    for candidate in value.split(","):
+        tokens = candidate.split()
+        if not tokens:
+            continue  # a stray comma
+        if len(tokens) > 2 or _web_url(tokens[0]) is None:
+            return None
+        if len(tokens) == 2 and not _SRCSET_DESCRIPTOR.fullmatch(tokens[1]):
+            return None
+        candidates.append(" ".join(tokens))
+    return ", ".join(candidates) or None

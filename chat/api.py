@@ -6,8 +6,6 @@ sends `X-Chat-Widget-Token`, a signed token naming the one session it may
 use, so that the key never reaches a browser.
 """
 
-import json
-
 from django.conf import settings
 from django.core import signing
 from django.core.validators import RegexValidator
@@ -22,9 +20,17 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from chat import relay, selectors, services
-from config.api import DATABASE_RETRY_AFTER_SECONDS, DatabaseUnavailable, StrictCharField, error_body
-from config.client_ip import visitor_ip
+from config.api import (
+    DATABASE_RETRY_AFTER_SECONDS,
+    DatabaseUnavailable,
+    ExactPatternField,
+    StrictCharField,
+    error_body,
+)
+from config.client_ip import USER_IP_SCHEMA, address_bucket, visitor_ip
+from config.parsers import json_body
 from config.secrets import InvalidSecret, trusted_chat_client
+from config.streams import Lease, held_while_sent, slots_release, slots_take, too_many_streams
 from config.throttling import ScopedRateThrottle, window_wait
 from integrations import agent
 
@@ -33,7 +39,7 @@ WIDGET_TOKEN_HEADER = "X-Chat-Widget-Token"
 
 
 class ChatStreamInputSerializer(serializers.Serializer):
-    sessionId = StrictCharField(max_length=128, validators=[RegexValidator(services.SESSION_ID_PATTERN)])
+    sessionId = ExactPatternField(services.SESSION_ID_PATTERN, message=services.SESSION_ID_INVALID, max_length=128)
     message = StrictCharField(
         min_length=1, max_length=4000, validators=[RegexValidator(r"\S", message="Write a message.")]
     )
@@ -90,12 +96,35 @@ def stream_allowed(*, session_id: str, ip: str | None) -> int | None:
     return None
 
 
+def stream_slot_take(*, session_id: str, ip: str | None) -> Lease | None:
+    """A slot for this answer's stream under its session and its IP (config.streams); None when either is full."""
+    client = address_bucket(ip) if ip is not None else "unknown"
+    claim = [
+        (f"chat:session:{session_id}", settings.STREAMS_PER_CHAT_SESSION),
+        (f"chat:ip:{client}", settings.STREAMS_PER_IP),
+    ]
+    return slots_take([claim])[0]
+
+
 def _error(exc: APIException) -> JsonResponse:
     if isinstance(exc, ValidationError):
         body = error_body("invalid", "Some fields are invalid.", fields=exc.detail)
     else:
         body = error_body(exc.get_codes() if isinstance(exc.get_codes(), str) else "error", str(exc.detail))
     return JsonResponse(body, status=exc.status_code)
+
+
+# One event of the stream as an SSE client reads it (what schemathesis checks each event against). OpenAPI 3.0
+# cannot type the JSON in `data`: the response's description gives its shape per event.
+STREAM_EVENT_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "event": {"type": "string", "enum": ["token", "done", "error"]},
+        "data": {"type": "string", "description": "One JSON object: its shape per event is in the description."},
+    },
+    "required": ["event", "data"],
+    "additionalProperties": False,
+}
 
 
 class ChatStreamDoc(APIView):
@@ -107,11 +136,11 @@ class ChatStreamDoc(APIView):
         parameters=[
             OpenApiParameter("X-Chat-Api-Key", OpenApiTypes.STR, OpenApiParameter.HEADER),
             OpenApiParameter(WIDGET_TOKEN_HEADER, OpenApiTypes.STR, OpenApiParameter.HEADER),
-            OpenApiParameter("X-User-IP", OpenApiTypes.STR, OpenApiParameter.HEADER, description="Chat key only."),
+            OpenApiParameter("X-User-IP", USER_IP_SCHEMA, OpenApiParameter.HEADER, description="Chat key only."),
         ],
         responses={
             (200, "text/event-stream"): OpenApiResponse(
-                OpenApiTypes.STR,
+                STREAM_EVENT_SCHEMA,
                 description=(
                     "Server-sent events: `token` `{content}` for each piece of the answer as the agent writes it, "
                     "then either `done` `{messageId, state, content}` with the full answer, or `error` "
@@ -122,7 +151,10 @@ class ChatStreamDoc(APIView):
             400: OpenApiResponse(description='`{"error": {"code", "message", "fields"}}`'),
             401: OpenApiResponse(description="Missing or wrong X-Chat-Api-Key or widget token."),
             413: OpenApiResponse(description="Body too large."),
-            429: OpenApiResponse(description="Too many messages from this session or IP; see Retry-After."),
+            429: OpenApiResponse(
+                description="Too many messages from this session or IP, or too many answers streaming to them at "
+                "once (`too_many_streams`); see Retry-After."
+            ),
             503: OpenApiResponse(description="No agent is configured, or the database is unavailable (Retry-After)."),
         },
         description="Send the visitor's message to the sales agent and stream its answer back.",
@@ -141,10 +173,7 @@ async def chat_stream(request):
     ):
         return JsonResponse(error_body("too_large", "Request body is too large."), status=413)
     try:
-        data = json.loads(request.body or b"null")
-    except (ValueError, RecursionError):  # RecursionError: nesting deeper than the parser goes
-        return JsonResponse(error_body("invalid_json", "The body must be JSON."), status=400)
-    try:
+        data = json_body(request.body or b"null")
         session_id = data.get("sessionId") if isinstance(data, dict) else None
         trusted = caller_is_trusted(request, session_id=session_id if isinstance(session_id, str) else "")
         body = ChatStreamInputSerializer(data=data)
@@ -160,24 +189,32 @@ async def chat_stream(request):
 
     def start_turn():
         if (wait := stream_allowed(session_id=session_id, ip=ip)) is not None:
-            return None, wait
-        return services.chat_turn_start(session_id=session_id, client_ip=ip, content=message), None
+            return None, None, wait
+        if (lease := stream_slot_take(session_id=session_id, ip=ip)) is None:
+            return None, None, None
+        try:
+            return services.chat_turn_start(session_id=session_id, client_ip=ip, content=message), lease, None
+        except BaseException:
+            slots_release([lease])
+            raise
 
     try:
-        user_message, wait = await relay.in_worker_thread(start_turn)()
+        user_message, lease, wait = await relay.in_worker_thread(start_turn)()
     except (OperationalError, InterfaceError):  # the database is down: nothing saved, the widget may try again
         response = _error(DatabaseUnavailable())
         response["Retry-After"] = str(DATABASE_RETRY_AFTER_SECONDS)
         return response
-    if user_message is None:
+    if wait is not None:
         return JsonResponse(
             error_body("throttled", "Too many messages; wait a moment."), status=429, headers={"Retry-After": str(wait)}
         )
+    if lease is None:
+        return too_many_streams()
     frames = relay.relay_start(
         client=client, session_pk=user_message.session_id, session_id=session_id, query=message, user_ip=ip
     )
     return StreamingHttpResponse(
-        relay.sse_frames(frames),
+        held_while_sent(relay.sse_frames(frames), lease),
         content_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )

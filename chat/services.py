@@ -16,6 +16,7 @@ logger = structlog.get_logger(__name__)
 
 # Session ids are chosen by the widget (or the agent's caller): printable, bounded, safe in keys and URLs.
 SESSION_ID_PATTERN = r"^[A-Za-z0-9_.:-]{1,128}$"
+SESSION_ID_INVALID = "Enter a valid chat session id."
 MAX_METADATA_BYTES = 16 * 1024
 RETENTION_KIND = "chat.retention"
 

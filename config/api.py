@@ -116,6 +116,15 @@ class StrictCharField(RawMaxLengthMixin, serializers.CharField):
         return super().to_internal_value(data)
 
 
+class ExactPatternField(StrictCharField):
+    """Text that matches `pattern` as sent: never trimmed first, and its `$` never matches before a final
+    newline (Python's does; the schema's does not), so what is stored is exactly what was checked."""
+
+    def __init__(self, pattern: str, *, message: str, **kwargs):
+        validator = RegexValidator(pattern.removesuffix("$") + r"\Z", message=message)
+        super().__init__(trim_whitespace=False, validators=[validator], **kwargs)
+
+
 class BoundedEmailField(RawMaxLengthMixin, serializers.EmailField):
     pass
 

@@ -13,10 +13,17 @@ more and override `batch_done`, which runs on the event loop after `work`
 returned (committed). `key` keeps items of the same key in separate batches;
 the rest wait a turn.
 
+One item must not cost the others their write: a batch that fails with an
+error of an item's own values (ITEM_ERRORS: a value the database refuses, a
+key already taken) runs again in halves, halved again until the items at
+fault fail alone and the rest are written. So `work` must write nothing when
+it fails (one transaction, or one statement), and each half's output is given
+to `batch_done` in turn. Any other failure (the database is down) fails every
+item of the batch at once; the caller decides what a failure means.
+
 The thread keeps its database connection between batches and returns it
 (to the pool, with PostgreSQL) after IDLE_SECONDS without items, or at once
-after a failed batch. A batch that fails fails every item in it; the caller
-decides what that means. Cancelling the future (or a coroutine awaiting it)
+after a failed batch. Cancelling the future (or a coroutine awaiting it)
 does not take its item out of the batch.
 """
 
@@ -24,10 +31,13 @@ import asyncio
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-from django.db import connection
+from django.db import DataError, IntegrityError, connection
 
 IDLE_SECONDS = 5
 BATCH_MAX = 500
+# Raised by one item's values, not by the database's state: psycopg raises UnicodeEncodeError for text that
+# has no UTF-8 form (an unpaired surrogate) before anything is sent.
+ITEM_ERRORS = (DataError, IntegrityError, UnicodeEncodeError)
 
 
 class Batches:
@@ -88,24 +98,43 @@ class Batches:
                 batch.append(entry)
         self._pending = waiting
         try:
-            output = await loop.run_in_executor(self._executor, _work_in_thread, self._work, [i for i, _ in batch])
-            results = self.batch_done(output)
-        except Exception as exc:
-            for _, done in batch:
+            runs = await loop.run_in_executor(self._executor, _work_in_thread, self._work, [i for i, _ in batch])
+        except Exception as exc:  # the thread takes no more work (the interpreter is shutting down)
+            runs = [(len(batch), None, exc)]
+        for size, output, error in runs:
+            entries, batch = batch[:size], batch[size:]
+            self._settle(entries, output, error)
+
+    def _settle(self, entries: list, output, error: Exception | None) -> None:
+        """Each entry's future done: with its result from `batch_done(output)`, or failed with `error`."""
+        if error is None:
+            try:
+                results = self.batch_done(output)
+            except Exception as exc:
+                error = exc
+        if error is not None:
+            for _, done in entries:
                 if not done.done():
-                    done.set_exception(exc)
+                    done.set_exception(error)
             return
-        for (_, done), result in zip(batch, results, strict=True):
+        for (_, done), result in zip(entries, results, strict=True):
             if not done.done():
                 done.set_result(result)
 
 
-def _work_in_thread(work, items: list):
+def _work_in_thread(work, items: list) -> list[tuple[int, object, Exception | None]]:
+    """`work(items)` as runs of (how many of the items, work's output, error) in the items' order: one run,
+    unless an item's values failed it (ITEM_ERRORS), then the runs of each half in turn."""
     try:
-        return work(items)
-    except Exception:
+        return [(len(items), work(items), None)]
+    except ITEM_ERRORS as exc:
+        if len(items) == 1:
+            return [(1, None, exc)]
+    except Exception as exc:
         connection.close()  # a broken connection is not reused for the next batch
-        raise
+        return [(len(items), None, exc)]
+    half = len(items) // 2
+    return _work_in_thread(work, items[:half]) + _work_in_thread(work, items[half:])
 
 
 def _failure_retrieved(done: asyncio.Future) -> None:

@@ -45,8 +45,11 @@ def client_ip(request) -> str | None:
 def client_ip_bucket(request) -> str | None:
     """What rate limits count per: the address for IPv4, its /64 network for IPv6 (one subscriber's block)."""
     ip = client_ip(request)
-    if ip is None:
-        return None
+    return None if ip is None else address_bucket(ip)
+
+
+def address_bucket(ip: str) -> str:
+    """client_ip_bucket's rule for an address already known valid (a socket's peer, client_ip's answer)."""
     address = ipaddress.ip_address(ip)
     if address.version == 4:
         return ip
@@ -58,6 +61,12 @@ def client_ip_bucket(request) -> str | None:
 def client_ip_for_axes(request) -> str | None:
     """django-axes' AXES_CLIENT_IP_CALLABLE: lockouts count per the same bucket as the throttles."""
     return client_ip_bucket(request)
+
+
+# X-User-IP as the schema states it (reported_user_ip checks it): an IPv4 or IPv6 address as sent (no spaces,
+# no zone), or empty for "unknown".
+USER_IP_SCHEMA = {"anyOf": [{"type": "string", "format": "ipv4"}, {"type": "string", "format": "ipv6"},
+                            {"type": "string", "maxLength": 0}]}  # fmt: skip
 
 
 def reported_user_ip(request) -> str | None:

@@ -1,5 +1,5 @@
 """Database helpers shared by every app: one-statement INSERT … ON CONFLICT, UPDATEs of many rows in one round
-trip, and database errors described safely.
+trip, text PostgreSQL can store, and database errors described safely.
 
 The ORM needs two or three statements and a savepoint for an insert-if-absent
 (`get_or_create`), and `bulk_create(ignore_conflicts=True)` cannot say which
@@ -9,6 +9,7 @@ so the zero-setup run takes the same path.
 """
 
 import functools
+import re
 import traceback
 from collections.abc import Sequence
 
@@ -16,6 +17,15 @@ from django.db import DEFAULT_DB_ALIAS, DatabaseError, connection, connections
 
 # PostgreSQL's protocol carries at most 65535 parameters per statement; SQLite's own limit is in bulk_batch_size.
 MAX_PARAMETERS = 65535
+# Characters PostgreSQL cannot store: NUL (text refuses it, jsonb refuses "\u0000") and unpaired surrogates
+# (no UTF-8 encoding exists for them). Requests holding them are refused (config.parsers, config.middleware);
+# capture that keeps what it is given removes them (storable_text).
+UNSTORABLE_CHARACTERS = re.compile(r"[\x00\ud800-\udfff]")
+
+
+def storable_text(text: str) -> str:
+    """`text` without the characters PostgreSQL cannot store."""
+    return UNSTORABLE_CHARACTERS.sub("", text)
 
 
 def insert_on_conflict(instance, *, on_conflict: str, returning: str = ""):

@@ -110,7 +110,7 @@ class SyncChainASGIHandler(ASGIHandler):
     async def handle(self, scope, receive, send):
         """Django's handling, with the body bounded by the route's limit (config/limits.py) and
         REQUEST_BODY_TIMEOUT_SECONDS while Django reads it, before it spools it to a file."""
-        limit = body_limit(scope.get("path", ""))
+        limit = body_limit(scope.get("path", ""), scope.get("root_path", ""))
         declared = dict(scope.get("headers") or []).get(b"content-length", b"")
         if declared.isdigit() and int(declared) > limit:
             return await self.send_response(BodyRefused(413, PAYLOAD_TOO_LARGE).response, send)

@@ -36,6 +36,10 @@ PERIODIC_TASKS = {
         "task": "chat.retention",
         "crontab": {"minute": "30", "hour": str(settings.CHAT_RETENTION_HOUR_UTC)},
     },
+    "sources: delete request-log rows past SOURCES_REQUEST_LOG_DAYS": {
+        "task": "sources.retention",
+        "every_seconds": 3600,
+    },
     "jobs: delete finished jobs past JOBS_RETENTION_DAYS": {
         "task": "jobs.retention_start",
         "crontab": {"minute": "30", "hour": str(settings.JOBS_RETENTION_HOUR_UTC)},

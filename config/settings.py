@@ -55,6 +55,7 @@ INSTALLED_APPS = [
     "prototypes",
     "chat",
     "blog",
+    "sources",
     "demo",
     "backoffice",
 ]
@@ -64,6 +65,7 @@ MIDDLEWARE = [
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django_structlog.middlewares.RequestMiddleware",
     "config.middleware.RequestIdHeaderMiddleware",
+    "config.middleware.UnstorableTextMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -302,7 +304,7 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "config.api.exception_handler",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["config.parsers.JSONParser"],
     "DEFAULT_AUTHENTICATION_CLASSES": [],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.AllowAny"],
     "UNAUTHENTICATED_USER": None,
@@ -415,6 +417,12 @@ PROTOTYPES_STREAM_HEARTBEAT_SECONDS = env.float("PROTOTYPES_STREAM_HEARTBEAT_SEC
 PROTOTYPES_STREAM_POLL_SECONDS = env.float("PROTOTYPES_STREAM_POLL_SECONDS", default=1.0)  # event-log poll
 PROTOTYPES_STREAM_MAX_SECONDS = env.int("PROTOTYPES_STREAM_MAX_SECONDS", default=30 * 60)  # then the browser reconnects
 PROTOTYPES_STREAM_RATE = env.str("PROTOTYPES_STREAM_RATE", default="60/min")  # stream opens per client IP
+# --- Inbound lead sources: signed webhooks of ad and form platforms (sources/, integrations/facebook/) ---
+SOURCES_MAX_BODY_BYTES = env.int("SOURCES_MAX_BODY_BYTES", default=256 * 1024)
+# Per client IP: a platform sends from a few addresses, each carrying many advertisers' leads.
+REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"]["sources"] = env.str("SOURCES_THROTTLE_RATE", default="600/min")
+SOURCES_REQUEST_LOG_DAYS = env.int("SOURCES_REQUEST_LOG_DAYS", default=30)  # then a request's row (and body) goes
+FACEBOOK_GRAPH_URL = env.str("FACEBOOK_GRAPH_URL", default="https://graph.facebook.com/v21.0")
 # --- Back office dashboard (backoffice/) --------------------------------------------
 # Figures are computed at most once per this many seconds per period and store set; 0 computes every load.
 DASHBOARD_CACHE_SECONDS = env.int("DASHBOARD_CACHE_SECONDS", default=60)
@@ -484,6 +492,20 @@ IMAP_TRUSTED_AUTHSERV_ID = env.str("IMAP_TRUSTED_AUTHSERV_ID", default="")
 # Request bodies: read at most this much on any route (smaller per route in config/limits.py), within this time.
 REQUEST_MAX_BODY_BYTES = env.int("REQUEST_MAX_BODY_BYTES", default=1024 * 1024)
 REQUEST_BODY_TIMEOUT_SECONDS = env.float("REQUEST_BODY_TIMEOUT_SECONDS", default=30.0)
+# A request's head (request line and headers) must arrive within this time of the connection's opening (on a
+# kept-alive connection, of the next request's first byte); else 408 and the connection is closed.
+REQUEST_HEAD_TIMEOUT_SECONDS = env.float("REQUEST_HEAD_TIMEOUT_SECONDS", default=10.0)
+# Connections one client address (IPv6: its /64) may hold open to a web process; 0: no cap. Off behind trusted
+# proxies: every connection then comes from a proxy, which caps its clients' connections itself.
+MAX_CONNECTIONS_PER_IP = env.int("MAX_CONNECTIONS_PER_IP", default=0 if TRUSTED_PROXY_COUNT else 64)
+# Streams open at once (config/streams.py), across web processes: per client IP bucket, per lead's
+# progress stream, per chat session; past them, 429. 0: no cap.
+STREAMS_PER_IP = env.int("STREAMS_PER_IP", default=20)
+STREAMS_PER_LEAD = env.int("STREAMS_PER_LEAD", default=4)
+STREAMS_PER_CHAT_SESSION = env.int("STREAMS_PER_CHAT_SESSION", default=2)
+# A stream's slot lapses this long after its process last renewed it (every third of it): a process that
+# dies gives its slots back by then.
+STREAM_LEASE_SECONDS = env.float("STREAM_LEASE_SECONDS", default=60.0)
 DATA_UPLOAD_MAX_MEMORY_SIZE = REQUEST_MAX_BODY_BYTES
 # HTTPS: on by default when the site is served over https; `manage.py check --deploy` fails without them.
 _https_site = SITE_URL.startswith("https://")
@@ -534,4 +556,5 @@ SILENCED_SYSTEM_CHECKS = env.list("SILENCED_SYSTEM_CHECKS", default=[])
 SPECTACULAR_SETTINGS["POSTPROCESSING_HOOKS"] = [
     "drf_spectacular.hooks.postprocess_schema_enums",
     "config.api_schema.request_bodies_as_enforced",
+    "config.api_schema.every_operation_refuses_unstorable_text",
 ]

@@ -18,4 +18,5 @@ urlpatterns = [
     path("", include("prototypes.urls")),
     path("", include("chat.urls")),
     path("", include("blog.urls")),
+    path("", include("sources.urls")),
 ]

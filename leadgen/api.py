@@ -1,6 +1,7 @@
 import re
 
 from django.conf import settings
+from django.http import HttpResponse
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
@@ -11,13 +12,14 @@ from rest_framework.views import APIView
 from chat import selectors as chat_selectors
 from chat import services as chat_services
 from config.api import PayloadTooLarge, error_body
-from config.client_ip import reported_user_ip, visitor_ip
+from config.client_ip import USER_IP_SCHEMA, reported_user_ip, visitor_ip
 from config.secrets import trusted_chat_client
 from config.throttling import ScopedRateThrottle
 from leadgen import selectors, services
 from leadgen.idempotency import (
     IdempotencyConflict,
     body_hash,
+    idempotency_caller,
     idempotency_complete,
     idempotency_release,
     idempotency_reserve,
@@ -37,11 +39,6 @@ CHAT_KEY_HEADER = OpenApiParameter(
     "X-Chat-Api-Key", OpenApiTypes.STR, OpenApiParameter.HEADER, description=CHAT_KEY_DESCRIPTION
 )
 ERROR = OpenApiResponse(description='`{"error": {"code", "message", "fields"?}}`')
-
-
-# As the schema states it: an IPv4 or IPv6 address as sent (no spaces, no zone), or empty for "unknown".
-USER_IP_SCHEMA = {"anyOf": [{"type": "string", "format": "ipv4"}, {"type": "string", "format": "ipv6"},
-                            {"type": "string", "maxLength": 0}]}  # fmt: skip
 USER_IP_HEADER = OpenApiParameter(
     "X-User-IP", USER_IP_SCHEMA, OpenApiParameter.HEADER, description="Chat agent only: the visitor's address."
 )
@@ -83,7 +80,13 @@ class LeadCreateView(APIView):
         parameters=[
             CHAT_KEY_HEADER,
             USER_IP_HEADER,
-            OpenApiParameter("Idempotency-Key", OpenApiTypes.STR, OpenApiParameter.HEADER),
+            OpenApiParameter(
+                "Idempotency-Key",
+                OpenApiTypes.STR,
+                OpenApiParameter.HEADER,
+                description="The same key and body again within 24 h replays the first answer, byte for byte "
+                "(`Idempotent-Replayed: true`). Keys are the caller's own: the chat agent's, or a visitor's network's.",
+            ),
             OpenApiParameter(
                 "X-Chat-Session-Id",
                 {"type": "string", "pattern": OPTIONAL_SESSION_ID_PATTERN},
@@ -107,24 +110,28 @@ class LeadCreateView(APIView):
         if int(request.META.get("CONTENT_LENGTH") or 0) > settings.LEADS_MAX_BODY_BYTES:
             raise PayloadTooLarge()
         trusted = trusted_chat_client(request, required=False)
+        caller = idempotency_caller(request, trusted_chat=trusted)
         key = request.headers.get("Idempotency-Key", "").strip()[:255]
-        if key:
-            try:
-                replay = idempotency_reserve(
-                    scope=self.IDEMPOTENCY_SCOPE, key=key, request_hash=body_hash(request.body)
-                )
-            except IdempotencyConflict as conflict:
-                return Response(error_body(conflict.code, conflict.message), status=conflict.status)
-            if replay:
-                return Response(replay.body, status=replay.status, headers={"Idempotent-Replayed": "true"})
+        if not (key and caller):
+            return self._create(request, trusted=trusted)
+        owned = {"scope": self.IDEMPOTENCY_SCOPE, "caller": caller, "key": key}
         try:
-            response = self._create(request, trusted=trusted)
+            replay = idempotency_reserve(**owned, request_hash=body_hash(request.body))
+        except IdempotencyConflict as conflict:
+            return Response(error_body(conflict.code, conflict.message), status=conflict.status)
+        if replay:
+            response = HttpResponse(replay.content, status=replay.status, content_type=replay.content_type)
+            response["Idempotent-Replayed"] = "true"
+            return response
+        try:
+            # Rendered here, not on the way out, so that the bytes kept are the bytes sent.
+            response = self.finalize_response(request, self._create(request, trusted=trusted)).render()
         except BaseException:
-            if key:
-                idempotency_release(scope=self.IDEMPOTENCY_SCOPE, key=key)
+            idempotency_release(**owned)
             raise
-        if key:
-            idempotency_complete(scope=self.IDEMPOTENCY_SCOPE, key=key, status=response.status_code, body=response.data)
+        idempotency_complete(
+            **owned, status=response.status_code, content=response.content, content_type=response["Content-Type"]
+        )
         return response
 
     def _create(self, request, *, trusted: bool) -> Response:

@@ -9,6 +9,12 @@ class Lead(models.Model):
     class Channel(models.TextChoices):
         WEB_FORM = "web_form", "Web form"
         EMAIL = "email"
+        # Inbound lead sources (sources/): leads a platform sends by signed webhook.
+        FACEBOOK = "facebook", "Facebook Lead Ads"
+        GOOGLE_ADS = "google_ads", "Google Ads"
+        TYPEFORM = "typeform", "Typeform"
+        WEBFLOW = "webflow", "Webflow"
+        WEBHOOK = "webhook", "Webhook"
 
     class Status(models.TextChoices):
         LEAD = "lead"
@@ -54,6 +60,9 @@ class Lead(models.Model):
     utm = models.JSONField(default=dict, blank=True)
     client_ip = models.GenericIPAddressField(null=True, blank=True)
     store = models.ForeignKey("stores.Store", null=True, blank=True, on_delete=models.PROTECT)
+    is_test = models.BooleanField(
+        default=False, help_text="Sent by a platform's testing tool: kept and marked, never delivered."
+    )
 
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.LEAD)
     category = models.CharField(max_length=10, choices=Status.choices, blank=True)
@@ -126,17 +135,25 @@ class Lead(models.Model):
 
 
 class IdempotentRequest(models.Model):
-    """The first response to a request sent with an `Idempotency-Key` header, replayed for 24 h."""
+    """The first response to a request sent with an `Idempotency-Key` header, replayed for 24 h.
+
+    The response is kept as the bytes sent, not as JSON: PostgreSQL's jsonb reorders an object's keys, and a
+    replay must be the same answer.
+    """
 
     scope = models.CharField(max_length=50, help_text="Which endpoint the key belongs to.")
+    caller = models.CharField(max_length=64, help_text="Keyed hash of who sent the key: keys are per caller.")
     key = models.CharField(max_length=255)
     request_hash = models.CharField(max_length=64, help_text="sha256 of the request body.")
     response_status = models.PositiveSmallIntegerField()
-    response_body = models.JSONField()
+    response_content = models.BinaryField(help_text="The response body as sent.")
+    response_content_type = models.CharField(max_length=255)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["scope", "key"], name="idempotent_request_unique_key")]
+        constraints = [
+            models.UniqueConstraint(fields=["scope", "caller", "key"], name="idempotent_request_unique_caller_key")
+        ]
 
     def __str__(self):
         return f"{self.scope}:{self.key}"

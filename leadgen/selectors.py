@@ -8,6 +8,11 @@ from leadgen.routing import is_prototype_eligible
 LeadNotFound = Lead.DoesNotExist
 
 
+def service_type_choices() -> list[tuple[str, str]]:
+    """The service types a lead may have, as (value, label)."""
+    return Lead.ServiceType.choices
+
+
 def lead_latest_for_email(*, email: str) -> Lead | None:
     return Lead.objects.filter(email__iexact=email.strip()).order_by("-created_at").first()
 
@@ -47,7 +52,8 @@ def lead_prototype(*, lead: Lead):
 
 
 def _leads_recorded(start, end, store_ids):
-    leads = Lead.objects.filter(created_at__gte=start, created_at__lt=end)
+    # A platform's test leads are kept for checking a connection, not counted.
+    leads = Lead.objects.filter(created_at__gte=start, created_at__lt=end, is_test=False)
     return leads if store_ids is None else leads.filter(store__in=store_ids)
 
 

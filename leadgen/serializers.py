@@ -7,7 +7,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from chat import services as chat_services
-from config.api import NOT_BLANK, BoundedEmailField, StrictCharField
+from config.api import NOT_BLANK, BoundedEmailField, ExactPatternField, StrictCharField
 from leadgen.models import Lead
 
 MAX_STEPS = 30
@@ -112,10 +112,6 @@ class StepsField(serializers.DictField):
         return steps
 
 
-# The chat session id's pattern anchored with \Z, as Python's `$` also matches before a final newline.
-SESSION_ID_REGEX = chat_services.SESSION_ID_PATTERN.removesuffix("$") + r"\Z"
-
-
 class LeadInputSerializer(serializers.Serializer):
     firstName = StrictCharField(source="first_name", min_length=1, max_length=100, validators=[NOT_BLANK])
     lastName = StrictCharField(source="last_name", max_length=100, required=False, allow_blank=True)
@@ -132,10 +128,10 @@ class LeadInputSerializer(serializers.Serializer):
     utm = UtmSerializer(required=False)
     steps = StepsField(required=False, child=serializers.JSONField())
     recaptchaToken = StrictCharField(max_length=4000, required=False, allow_blank=True, write_only=True)
-    sessionId = serializers.RegexField(
-        SESSION_ID_REGEX,
+    sessionId = ExactPatternField(
+        chat_services.SESSION_ID_PATTERN,
+        message=chat_services.SESSION_ID_INVALID,
         required=False,
-        trim_whitespace=False,
         write_only=True,
         help_text="Chat key only: the chat session the lead came from (or the X-Chat-Session-Id header).",
     )
@@ -197,7 +193,9 @@ class LeadSummarySerializer(serializers.Serializer):
 class LeadLookupInputSerializer(serializers.Serializer):
     email = BoundedEmailField(max_length=254)
     # An empty value means no session, as DRF reads a blank optional query parameter as absent; the schema says so.
-    sessionId = serializers.RegexField(SESSION_ID_REGEX, required=False, trim_whitespace=False)
+    sessionId = ExactPatternField(
+        chat_services.SESSION_ID_PATTERN, message=chat_services.SESSION_ID_INVALID, required=False
+    )
 
 
 class LeadLookupSerializer(serializers.Serializer):

@@ -1,6 +1,8 @@
-"""Writes for inbound leads: intake of the web form, classification, fan-out of side effects, and the
-upsert of leads captured from notification emails (the poller in tracking/ parses, this writes)."""
+"""Writes for inbound leads: intake of the web form and of leads platforms send (sources/), classification,
+fan-out of side effects, and the upsert of leads captured from notification emails (the poller in tracking/
+parses, this writes)."""
 
+import functools
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -23,8 +25,26 @@ from leadgen.ratelimit import (
 )
 from leadgen.routing import is_prototype_eligible
 from leadgen.rules import Classification, classify_by_rules
+from leadgen.serializers import MAX_STEP_KEY, MAX_STEP_TEXT, MAX_STEPS, LeadInputSerializer
 
 logger = structlog.get_logger(__name__)
+
+# Leads a platform sends (sources/): their people are emailed only when their source says so.
+RECEIVED_CHANNELS = frozenset(
+    {Lead.Channel.FACEBOOK, Lead.Channel.GOOGLE_ADS, Lead.Channel.TYPEFORM, Lead.Channel.WEBFLOW, Lead.Channel.WEBHOOK}
+)
+# The lead fields a platform's lead may give, each checked as the web form's field of that source.
+RECEIVED_FIELDS = (
+    "first_name", "last_name", "email", "phone", "company", "message", "service_type", "source_page", "utm", "steps",
+)  # fmt: skip
+
+
+class LeadInvalid(Exception):
+    """A received lead whose fields break the web form's rules; `fields`: Lead field name → messages."""
+
+    def __init__(self, fields: dict):
+        super().__init__("The lead's fields are invalid.")
+        self.fields = fields
 
 
 @dataclass
@@ -122,23 +142,91 @@ def _recaptcha_check(token: str, *, client_ip: str | None) -> None:
         raise IntakeRefused(code=result.error_code, message="We could not verify that you are not a robot.")
 
 
-@transaction.atomic
-def lead_create(
-    *, fields: dict, client_ip: str | None, classification: Classification, chat_session_id: str = ""
-) -> Lead:
+def lead_receive(*, fields: dict, channel: str, store_id: int | None, is_test: bool, send_confirmation: bool) -> Lead:
+    """Save a lead a platform sent as the web form's are saved once checked: the same field rules, classifier
+    and fan-out (emails to the person only with `send_confirmation`), never a prototype. A test lead is saved
+    marked and sets nothing off. Raises LeadInvalid, saving nothing.
+
+    `fields`: Lead field values (RECEIVED_FIELDS). Runs in the caller's transaction when there is one.
+    """
+    values = _received_fields_check(fields)
+    classification = lead_classify(
+        email=values["email"],
+        message=values.get("message", ""),
+        company=values.get("company", ""),
+        name=f"{values.get('first_name', '')} {values.get('last_name', '')}".strip(),
+        service_type=values.get("service_type", ""),
+    )
+    with transaction.atomic():
+        lead = _lead_save(fields=values, classification=classification, channel=channel, store_id=store_id,
+                          is_test=is_test)  # fmt: skip
+        lead_fan_out(lead=lead, send_emails=send_confirmation)
+    logger.info("lead_received", lead_id=lead.pk, channel=channel, status=lead.status, is_test=is_test)
+    return lead
+
+
+def received_steps(answers: dict[str, str]) -> dict[str, str]:
+    """A platform's answers as a lead's steps can hold them: the first MAX_STEPS, names and texts cut to the
+    web form's lengths (the whole answers stay in the source's request log)."""
+    return {name[:MAX_STEP_KEY]: text[:MAX_STEP_TEXT] for name, text in list(answers.items())[:MAX_STEPS]}
+
+
+@functools.cache
+def received_required_fields() -> frozenset[str]:
+    """The fields a received lead cannot be made without: those the web form requires."""
+    return frozenset(field.source for field in LeadInputSerializer().fields.values() if field.required)
+
+
+def _received_fields_check(fields: dict) -> dict:
+    """The fields as the web form's serializer reads them (its rules, its normalized values), or LeadInvalid."""
+    unknown = set(fields) - set(RECEIVED_FIELDS)
+    if unknown:
+        raise ValueError(f"not lead fields a platform may give: {sorted(unknown)}")
+    input_names = _input_names()
+    serializer = LeadInputSerializer(data={input_names[name]: value for name, value in fields.items()})
+    if not serializer.is_valid():
+        lead_names = {input_name: name for name, input_name in input_names.items()}
+        raise LeadInvalid({lead_names.get(name, name): _messages(errors) for name, errors in serializer.errors.items()})
+    return dict(serializer.validated_data)
+
+
+@functools.cache
+def _input_names() -> dict[str, str]:
+    """Lead field name → the web form's name for it (first_name → firstName)."""
+    return {field.source: name for name, field in LeadInputSerializer().fields.items()}
+
+
+def _messages(errors):
+    """DRF's error details as plain JSON: lists of texts, nested where the field is."""
+    if isinstance(errors, dict):
+        return {str(key): _messages(value) for key, value in errors.items()}
+    if isinstance(errors, list):
+        return [_messages(item) for item in errors]
+    return str(errors)
+
+
+def _lead_save(*, fields: dict, classification: Classification, is_test: bool = False, **values) -> Lead:
     status = status_for(classification.category)
-    lead = Lead.objects.create(
-        channel=Lead.Channel.WEB_FORM,
-        client_ip=client_ip,
+    delivered = status == Lead.Status.LEAD and not is_test
+    return Lead.objects.create(
         status=status,
+        is_test=is_test,
         # Set here so the fan-out needs no second write: a lead goes to Pipedrive from the start.
-        pipedrive_state=Lead.PipedriveState.PENDING if status == Lead.Status.LEAD else Lead.PipedriveState.NOT_SENT,
+        pipedrive_state=Lead.PipedriveState.PENDING if delivered else Lead.PipedriveState.NOT_SENT,
         category=classification.category,
         confidence=classification.confidence,
         reasoning=classification.reasoning,
         classified_by=classification.classified_by,
+        **values,
         **fields,
     )
+
+
+@transaction.atomic
+def lead_create(
+    *, fields: dict, client_ip: str | None, classification: Classification, chat_session_id: str = ""
+) -> Lead:
+    lead = _lead_save(fields=fields, classification=classification, channel=Lead.Channel.WEB_FORM, client_ip=client_ip)
     if chat_session_id:
         chat_services.chat_session_link_lead(session_id=chat_session_id, lead_id=lead.pk)
     lead_fan_out(lead=lead)
@@ -171,25 +259,26 @@ def leads_preview_set(*, previews: list[tuple[Lead, str]]) -> None:
     update_many([lead for lead, _ in previews], ["preview_url", "updated_at"])
 
 
-def lead_fan_out(*, lead: Lead) -> None:
+def lead_fan_out(*, lead: Lead, send_emails: bool | None = None) -> None:
     """Queue what a lead of this status sets off. Keys are per lead, so calling it again adds nothing.
 
     All of a lead's jobs go in one INSERT and one run message (jobs.enqueue_many);
-    the alert first, since one worker runs a batch in order.
+    the alert first, since one worker runs a batch in order. `send_emails`: whether the person gets our
+    emails (confirmation, vendor decline); by default yes, except for a lead a platform sent, whose source
+    said so when it arrived (a later fan-out cannot know, so it sends none). A test lead sets off nothing.
     """
+    if lead.is_test:
+        return
+    if send_emails is None:
+        send_emails = lead.channel not in RECEIVED_CHANNELS
     specs = []
-    if lead.status == Lead.Status.VENDOR:
+    if lead.status == Lead.Status.VENDOR and send_emails:
         specs.append(_lead_job("leadgen.vendor_decline_email", lead))
     if lead.status == Lead.Status.LEAD:
-        specs += [
-            _lead_job("leadgen.lead_alert", lead),
-            _lead_job("leadgen.pipedrive_sync", lead),
-            _lead_job(
-                "leadgen.confirmation_email",
-                lead,
-                run_after=lead.created_at + timedelta(seconds=settings.CONFIRMATION_EMAIL_DELAY),
-            ),
-        ]
+        specs += [_lead_job("leadgen.lead_alert", lead), _lead_job("leadgen.pipedrive_sync", lead)]
+        if send_emails:
+            delay = timedelta(seconds=settings.CONFIRMATION_EMAIL_DELAY)
+            specs.append(_lead_job("leadgen.confirmation_email", lead, run_after=lead.created_at + delay))
     if specs:
         jobs.enqueue_many(specs)
     if lead.status == Lead.Status.LEAD and lead.pipedrive_state == Lead.PipedriveState.NOT_SENT:
@@ -227,7 +316,7 @@ def lead_reclassify(*, lead: Lead, dry_run: bool = False) -> tuple[str, str]:
 @transaction.atomic
 def lead_resync_pipedrive(*, lead: Lead, actor: str) -> bool:
     """Send a lead to Pipedrive again after a failure. True when this call queued something new."""
-    if lead.status != Lead.Status.LEAD or lead.pipedrive_state == Lead.PipedriveState.SYNCED:
+    if lead.is_test or lead.status != Lead.Status.LEAD or lead.pipedrive_state == Lead.PipedriveState.SYNCED:
         return False
     kind = "leadgen.pipedrive_sync"
     payload, key = {"lead_id": lead.pk}, lead.job_key(kind)

@@ -84,7 +84,10 @@ class GenerateStreamDoc(APIView):
             ),
             204: OpenApiResponse(description="The prototype has finished and nothing came after Last-Event-ID."),
             404: OpenApiResponse(description=f"No such lead, or the lead has no prototype: {ERROR}."),
-            429: OpenApiResponse(description=f"Too many streams opened from this client (see Retry-After): {ERROR}."),
+            429: OpenApiResponse(
+                description="Too many streams opened from this client, or too many open at once from it or on this "
+                f"lead (`too_many_streams`); see Retry-After: {ERROR}."
+            ),
         },
     )
     def get(self, request, lead_id):  # pragma: no cover - documentation only; the URL routes to generate_stream

@@ -36,12 +36,13 @@ from django.conf import settings
 from django.core.cache import cache
 from django.db import close_old_connections
 from django.http import HttpResponse, JsonResponse, StreamingHttpResponse
-from django.views.decorators.http import require_GET
+from django.views.decorators.csrf import csrf_exempt
 
 from config import batching as config_batching
 from config.api import error_body
 from config.cache import touch_many
 from config.client_ip import client_ip_bucket
+from config.streams import held_while_sent, slots_take, too_many_streams
 from config.throttling import window_waits
 from integrations import v0
 from integrations.v0.parts import apply_delta, describe_part
@@ -88,20 +89,25 @@ def _in_thread(func, *, executor=None):
 
 
 # --- the view -------------------------------------------------------------------------------
-@require_GET
+@csrf_exempt  # it only reads; as with DRF's views, another method gets the JSON 405 below, not the CSRF page
 async def generate_stream(request, lead_id):
-    wait, prototype = await stream_opens.run((client_ip_bucket(request) or "unknown", lead_id))
+    if request.method != "GET":
+        return JsonResponse(error_body("method_not_allowed", "Use GET."), status=405, headers={"Allow": "GET"})
+    after = _last_event_id(request)
+    wait, prototype, lease = await stream_opens.run((client_ip_bucket(request) or "unknown", lead_id, after))
     if wait is not None:
         body = error_body("rate_limited", "Too many streams opened; try again in a minute.")
         return JsonResponse(body, status=429, headers={"Retry-After": str(int(wait) + 1)})
     if prototype is None:
         return JsonResponse(error_body("not_found", "No prototype here."), status=404)
-    after = _last_event_id(request)
-    if prototype.is_terminal and after >= prototype.events:
+    if _finished_for(prototype, after):
         return HttpResponse(status=204)  # nothing more will come: EventSource stops reconnecting
+    if lease is None:
+        return too_many_streams()
     if not prototype.is_terminal:
         relays.ensure(prototype)
-    return StreamingHttpResponse(_events(prototype, after), content_type="text/event-stream", headers=SSE_HEADERS)
+    body = held_while_sent(_events(prototype, after), lease)
+    return StreamingHttpResponse(body, content_type="text/event-stream", headers=SSE_HEADERS)
 
 
 # drf-spectacular lists a URL whose view carries a DRF view class: this one describes generate_stream.
@@ -109,16 +115,34 @@ generate_stream.cls = GenerateStreamDoc
 generate_stream.initkwargs = {}
 
 
-def _open(opens: list[tuple[str, str]]) -> tuple[list, list]:
-    """The streams' reads before they answer, `(client, lead id)` each: the rate limit, then the prototype
-    (one query for all of them). (Seconds to wait or None, the prototype) each."""
-    waits = window_waits([f"prototypes:stream:{client}" for client, _ in opens], settings.PROTOTYPES_STREAM_RATE)
-    leads = [lead for _, lead in opens]
+def _open(opens: list[tuple[str, str, int]]) -> tuple[list, list]:
+    """The streams' reads before they answer, `(client, lead id, Last-Event-ID)` each: the rate limit, the
+    prototype (one query for all of them), then the slots of those that will stream (config.streams). (Seconds
+    to wait or None, the prototype, its Lease or None when a cap is reached) each."""
+    waits = window_waits([f"prototypes:stream:{client}" for client, _, _ in opens], settings.PROTOTYPES_STREAM_RATE)
     found = selectors.prototypes_for_public_leads(
-        public_ids=[lead for lead, wait in zip(leads, waits, strict=True) if wait is None]
+        public_ids=[lead for (_, lead, _), wait in zip(opens, waits, strict=True) if wait is None]
     )
-    pairs = zip(leads, waits, strict=True)
-    return [(wait, found.get(_as_uuid(lead)) if wait is None else None) for lead, wait in pairs], []
+    prototypes = [
+        found.get(_as_uuid(lead)) if wait is None else None for (_, lead, _), wait in zip(opens, waits, strict=True)
+    ]
+    streams, claims = [], []  # the opens that will stream, and the slots each takes
+    for i, ((client, _, after), prototype) in enumerate(zip(opens, prototypes, strict=True)):
+        if prototype is not None and not _finished_for(prototype, after):
+            streams.append(i)
+            claims.append(
+                [
+                    (f"prototypes:ip:{client}", settings.STREAMS_PER_IP),
+                    (f"prototypes:lead:{prototype.pk}", settings.STREAMS_PER_LEAD),
+                ]
+            )
+    leases = dict(zip(streams, slots_take(claims) if claims else [], strict=True))
+    return [(wait, p, leases.get(i)) for i, (wait, p) in enumerate(zip(waits, prototypes, strict=True))], []
+
+
+def _finished_for(prototype: Prototype, after: int) -> bool:
+    """Nothing more will come to a client that has seen `after` events."""
+    return prototype.is_terminal and after >= prototype.events
 
 
 def _as_uuid(value: str) -> uuid.UUID | None:
@@ -130,7 +154,7 @@ def _as_uuid(value: str) -> uuid.UUID | None:
 
 def _last_event_id(request) -> int:
     raw = request.headers.get("Last-Event-ID") or request.GET.get("lastEventId") or "0"
-    return int(raw) if raw.isdigit() and len(raw) < 10 else 0
+    return int(raw) if raw.isascii() and raw.isdigit() and len(raw) < 10 else 0  # "²" is a digit to isdigit
 
 
 def _frame(number: int, kind: str, data: dict) -> bytes:

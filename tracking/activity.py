@@ -3,7 +3,10 @@
 Every capture updates the user's row under a row lock (the counters and capped
 lists are read, changed and written back), stamps `last_activity_at` (the
 retention clock) and marks the user pending for the daily sync. The caps keep
-a hostile or looping client from growing a row without bound.
+a hostile or looping client from growing a row without bound, and text is kept
+without the characters PostgreSQL cannot store (config.db.storable_text): the
+MCP server's tool arguments and an identity provider's claims reach here
+without passing the API's parser, and one such character would lose the write.
 """
 
 import re
@@ -15,7 +18,7 @@ from disposable_email_domains import blocklist as disposable_domains
 from django.db import connection, transaction
 from django.utils import timezone
 
-from config.db import fetch_models, update_many
+from config.db import fetch_models, storable_text, update_many
 from crm.redaction import redact
 from integrations.kapa.client import MAX_QUESTIONS
 from tracking.models import TrackedUser
@@ -93,7 +96,7 @@ def mcp_client_from_user_agent(user_agent: str) -> str:
 def mcp_client_name(*, client_name: str = "", user_agent: str = "") -> str:
     """The MCP client by the name it gave in its initialize request ("claude-ai", "cursor-vscode"), else its
     User-Agent."""
-    name = " ".join(client_name.split())
+    name = " ".join(storable_text(client_name).split())
     if not name:
         return mcp_client_from_user_agent(user_agent)
     first_word = re.split(r"[\s_-]", name.lower(), maxsplit=1)[0]
@@ -118,12 +121,15 @@ def tracked_user_sign_in(
     the docs login); the channel of this sign-in becomes `last_channel`.
     """
     at = at or timezone.now()
+    given_name, family_name, org_name = map(storable_text, (given_name, family_name, org_name))
     with transaction.atomic():
         user, _ = TrackedUser.objects.select_for_update().get_or_create(
             sub=sub, defaults={"last_activity_at": at, "signed_up_at": at}
         )
-        # Claims are capped to the columns; an address too long to be valid is not stored at all.
-        user.email = (email if len(email) <= _max_length("email") else "") or user.email
+        # Claims are capped to the columns; an address too long to be valid, or holding characters PostgreSQL
+        # cannot store (no address has them), is not stored at all.
+        valid_email = len(email) <= _max_length("email") and storable_text(email) == email
+        user.email = (email if valid_email else "") or user.email
         user.given_name = given_name[: _max_length("given_name")] or user.given_name
         user.family_name = family_name[: _max_length("family_name")] or user.family_name
         user.company = (org_name or user.company or company_from_email(user.email))[: _max_length("company")]
@@ -200,7 +206,7 @@ def _apply_tool_call(user: TrackedUser, call: McpToolCall, at: datetime) -> None
     user.mcp_last_tool_at = max(filter(None, [user.mcp_last_tool_at, at]))
     if call.client_name or call.user_agent:
         user.mcp_client = mcp_client_name(client_name=call.client_name, user_agent=call.user_agent)
-    if context := call.context.strip():
+    if context := storable_text(call.context).strip():
         intent = {"tool": tool, "context": context[:TEXT_CAP], "at": at.isoformat()}
         user.mcp_agent_intents = [intent, *user.mcp_agent_intents][:AGENT_INTENTS_CAP]
     _touch(user, at)
@@ -216,8 +222,9 @@ def kapa_question_record(*, sub: str, thread_id: str, question: str, at: datetim
     is not counted again, and each question Kapa's Chat answers starts a new one).
     """
     at = at or timezone.now()
-    thread_id = thread_id.strip()[:NAME_CAP]
-    entry = {"thread_id": thread_id, "question": redact(" ".join(question.split()))[:TEXT_CAP], "at": at.isoformat()}
+    thread_id = storable_text(thread_id).strip()[:NAME_CAP]
+    question = redact(" ".join(storable_text(question).split()))[:TEXT_CAP]
+    entry = {"thread_id": thread_id, "question": question, "at": at.isoformat()}
     with transaction.atomic():
         user, _ = TrackedUser.objects.select_for_update().get_or_create(
             sub=sub, defaults={"last_activity_at": at, "signed_up_at": at, "last_channel": TrackedUser.Channel.MCP}

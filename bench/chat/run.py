@@ -75,6 +75,8 @@ BENCH_ENV = {
     "CHAT_AGENT_URL": f"ws://127.0.0.1:{AGENT_PORT}/",
     "CHAT_STREAM_RATE_PER_SESSION": "1000000/s",  # counted as in production, never refused
     "CHAT_STREAM_RATE_PER_IP": "1000000/s",  # every chat comes from 127.0.0.1
+    "MAX_CONNECTIONS_PER_IP": "0",  # likewise: no cap on connections
+    "STREAMS_PER_IP": "0",  # nor on streams per IP: the per-session slots are still taken and given back
     "CHAT_AGENT_TIMEOUT_SECONDS": "120",
     # As generous as the direct clients' open_timeout: on a crowded machine a handshake can wait seconds.
     "CHAT_AGENT_CONNECT_TIMEOUT_SECONDS": "60",

@@ -113,6 +113,8 @@ BENCH_ENV = {
     "V0_API_URL": FAKE_URL,
     "V0_API_KEY": "bench-key",
     "PROTOTYPES_STREAM_RATE": "1000000/s",  # every client is 127.0.0.1
+    "MAX_CONNECTIONS_PER_IP": "0",  # likewise: no cap on connections
+    "STREAMS_PER_IP": "0",  # nor on streams: their slots are still taken and given back, as in production
     "LOG_LEVEL": "WARNING",
     "DEBUG": "false",
 }

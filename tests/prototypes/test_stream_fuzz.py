@@ -13,10 +13,12 @@ import schemathesis
 from django.core.cache import cache
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
+from schemathesis.checks import positive_data_acceptance
 
 from config.wsgi import application
 from leadgen.models import Lead
 from prototypes.models import Prototype, PrototypeEvent
+from tests.fuzzing import carries_unstorable_text
 from tests.prototypes.conftest import make_lead
 
 pytestmark = [
@@ -66,4 +68,6 @@ def test_the_stream_is_in_the_schema_with_its_events_described():
 def test_the_stream_never_fails_or_breaks_the_schema(case, known, known_leads):
     if known is not None and case.meta is not None and case.meta.generation.mode.is_positive:
         case.path_parameters["lead_id"] = known  # a lead that exists, in a request the schema allows
-    case.call_and_validate()
+    # Text PostgreSQL cannot store is refused by every input (tests.fuzzing), which the schema cannot state.
+    excluded = [positive_data_acceptance] if carries_unstorable_text(case) else []
+    case.call_and_validate(excluded_checks=excluded)

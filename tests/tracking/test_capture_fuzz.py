@@ -5,9 +5,10 @@ import schemathesis
 from django.core.cache import cache
 from hypothesis import HealthCheck, settings
 from rest_framework.throttling import SimpleRateThrottle
-from schemathesis.checks import negative_data_rejection
+from schemathesis.checks import negative_data_rejection, positive_data_acceptance
 
 from config.wsgi import application
+from tests.fuzzing import carries_unstorable_text
 
 pytestmark = pytest.mark.usefixtures("keep_the_test_transaction")
 
@@ -37,4 +38,6 @@ def test_capture_endpoints_never_fail_or_break_the_schema(case):
         if case.method == "POST":
             assert response.status_code == 204
     else:
-        case.call_and_validate()
+        # Text no input takes is refused wherever it is, keys of free-form objects included, which the schema
+        # cannot say (tests.fuzzing.carries_unstorable_text); every other check applies.
+        case.call_and_validate(excluded_checks=[positive_data_acceptance] if carries_unstorable_text(case) else [])

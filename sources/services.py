@@ -1,0 +1,325 @@
+"""Writes of inbound lead sources: a platform's request checked, logged and turned into leads (Facebook's
+into jobs that fetch them), a logged request replayed, and the request log's retention.
+
+A request's row is written before its leads, as failed until its processing finishes: a body whose
+processing breaks is kept, to replay. Each lead is saved with its dedup row (InboundLead, unique per
+source and platform id) in one transaction, so a platform's retry, even one arriving at the same moment,
+finds it and makes no second lead.
+"""
+
+import time
+from collections.abc import Mapping
+from datetime import timedelta
+
+import structlog
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+import jobs
+from config.db import storable_text
+from integrations.facebook import client as facebook
+from leadgen import selectors as lead_selectors
+from leadgen import services as lead_services
+from sources import platforms
+from sources.models import InboundLead, InboundRequest, InboundSource
+
+logger = structlog.get_logger(__name__)
+
+Outcome = InboundRequest.Outcome
+FETCH_KIND = "sources.facebook_fetch"
+RETENTION_KIND = "sources.retention"
+RETENTION_BATCH = 1000
+# The lead's channel for each kind of source.
+CHANNELS = {
+    "facebook": "facebook", "google_ads": "google_ads", "typeform": "typeform", "webflow": "webflow",
+    "generic": "webhook",
+}  # fmt: skip
+# The headers the log keeps: what says who sent it and how it was signed. Signatures are digests, not secrets.
+KEPT_HEADERS = (
+    "content-type", "user-agent", "x-hub-signature-256", "typeform-signature", "x-webflow-timestamp",
+    "x-webflow-signature", "webhook-id", "webhook-timestamp", "webhook-signature",
+)  # fmt: skip
+KEPT_HEADER_CHARS = 500
+# A request's outcome is its most telling lead's: what needs a person first.
+OUTCOME_ORDER = (
+    Outcome.FAILED, Outcome.INVALID, Outcome.UNREADABLE, Outcome.PENDING_FETCH, Outcome.CREATED, Outcome.TEST,
+    Outcome.DUPLICATE,
+)  # fmt: skip
+DONE = (Outcome.CREATED, Outcome.TEST, Outcome.DUPLICATE)
+REPLAYABLE = (Outcome.UNREADABLE, Outcome.INVALID, Outcome.FAILED)
+
+
+def request_receive(*, source: InboundSource, headers: Mapping[str, str], body: bytes) -> InboundRequest:
+    """Check a request's signature, log it, and turn it into leads (Facebook's: into fetch jobs).
+
+    A refused signature is logged as a fact only (no headers, no body) and raises platforms.SignatureRefused.
+    """
+    try:
+        platforms.verify(source.kind, secrets=source.secrets, headers=headers, body=body, now=time.time())
+    except platforms.SignatureRefused as refused:
+        InboundRequest.objects.create(
+            source=source,
+            store_id=source.store_id,
+            outcome=Outcome.REFUSED_SIGNATURE,
+            errors={"signature": [str(refused)]},
+        )
+        logger.info("source_request_refused", source_id=source.pk, kind=source.kind)
+        raise
+    request = InboundRequest.objects.create(
+        source=source,
+        store_id=source.store_id,
+        headers=_kept_headers(headers),
+        body=platforms.loggable_body(source.kind, body),
+        signature_ok=True,
+        outcome=Outcome.FAILED,
+        errors={"request": ["Its processing did not finish."]},
+    )
+    _request_process(request, source=source, body=body, headers=headers)
+    logger.info("source_request_received", source_id=source.pk, request_id=request.pk, outcome=request.outcome)
+    return request
+
+
+def request_replay(*, request: InboundRequest, actor: str) -> bool:
+    """Run a logged request that failed through the pipeline again, on its stored body (its signature held
+    when it arrived). Its leads already made stay as they are, and the dedup keeps each lead once.
+    Returns whether it was replayed: only signed requests that were unreadable, invalid or failed are."""
+    if not request.signature_ok or request.outcome not in REPLAYABLE:
+        return False
+    _request_process(request, source=request.source, body=request.body.encode(), headers=request.headers, actor=actor)
+    logger.info("source_request_replayed", request_id=request.pk, outcome=request.outcome, actor=actor)
+    return True
+
+
+def _kept_headers(headers: Mapping[str, str]) -> dict[str, str]:
+    lowered = {name.lower(): value for name, value in headers.items()}
+    return {name: storable_text(lowered[name])[:KEPT_HEADER_CHARS] for name in KEPT_HEADERS if lowered.get(name)}
+
+
+def _request_process(request, *, source, body: bytes, headers: Mapping[str, str], actor: str | None = None) -> None:
+    try:
+        found = platforms.submissions(source.kind, body=body, headers=headers)
+    except platforms.PayloadUnreadable as unreadable:
+        request.outcome, request.errors = Outcome.UNREADABLE, unreadable.fields or {"body": [unreadable.message]}
+        request.save(update_fields=["outcome", "errors"])
+        return
+    # One transaction: a fetch job queued here runs once the results naming it are saved, so its own result
+    # (written under the row's lock) is never overwritten by them.
+    with transaction.atomic():
+        if actor is not None:  # a replay: a fetch job of this request may be writing its result right now
+            request.results = (
+                InboundRequest.objects.select_for_update().values_list("results", flat=True).get(pk=request.pk)
+            )
+        results = {}
+        for submission in found:
+            done = request.results.get(submission.platform_id)
+            if done and done["outcome"] in DONE:
+                results[submission.platform_id] = done  # a replay redoes only what failed
+            else:
+                results[submission.platform_id] = _submission_receive(source, request, submission, actor=actor)
+        request.results = results
+        _request_summarize(request)
+        request.save(update_fields=["results", "outcome", "errors", "platform_id", "lead"])
+
+
+def _request_summarize(request: InboundRequest) -> None:
+    """The request's outcome, errors, platform id and lead from its leads' results."""
+    results = list(request.results.values())
+    outcomes = {result["outcome"] for result in results}
+    request.outcome = next((outcome for outcome in OUTCOME_ORDER if outcome in outcomes), Outcome.IGNORED)
+    ranked = sorted(results, key=lambda result: OUTCOME_ORDER.index(result["outcome"]))
+    request.errors = next((result["errors"] for result in ranked if result.get("errors")), {})
+    request.platform_id = next(iter(request.results), "")
+    request.lead_id = next((result["lead_id"] for result in results if result.get("lead_id")), None)
+
+
+def _submission_receive(source, request, submission, *, actor: str | None) -> dict:
+    """One lead of a request: found again, queued for its fetch, or made. Its result for request.results."""
+    if known := _known(source, submission.platform_id):
+        return {"outcome": Outcome.DUPLICATE, **known}
+    if submission.fetch:
+        _fetch_queue(source, request, submission, actor=actor)
+        return {"outcome": Outcome.PENDING_FETCH}
+    return _lead_make(source, request, submission)
+
+
+def _known(source, platform_id: str) -> dict | None:
+    row = InboundLead.objects.filter(source=source, platform_id=platform_id).values("lead_id", "lead__public_id")
+    row = row.first()
+    return {"lead_id": row["lead_id"], "lead": str(row["lead__public_id"])} if row else None
+
+
+def _lead_make(source, request, submission) -> dict:
+    try:
+        fields = _lead_fields(source, submission)
+    except platforms.PayloadUnreadable as unreadable:
+        return {"outcome": Outcome.UNREADABLE, "errors": unreadable.fields or {"body": [unreadable.message]}}
+    try:
+        lead, left_out = _lead_save(source, request, submission, fields)
+    except lead_services.LeadInvalid as invalid:
+        return {"outcome": Outcome.INVALID, "errors": invalid.fields}
+    except IntegrityError:
+        # The same lead, saved by a request that ran alongside this one: its transaction rolled this one back.
+        if known := _known(source, submission.platform_id):
+            return {"outcome": Outcome.DUPLICATE, **known}
+        raise
+    made = {
+        "outcome": Outcome.TEST if lead.is_test else Outcome.CREATED,
+        "lead_id": lead.pk,
+        "lead": str(lead.public_id),
+    }
+    return {**made, "errors": left_out} if left_out else made
+
+
+def _lead_save(source, request, submission, fields) -> tuple:
+    """The lead and its dedup row, and the fields left out of it. The person is gone by now and cannot correct
+    a field, so an optional one that fails the web form's check is left out (and recorded); without a valid
+    first name and email there is no lead to make (LeadInvalid)."""
+    try:
+        return _lead_save_once(source, request, submission, fields), {}
+    except lead_services.LeadInvalid as invalid:
+        if set(invalid.fields) & lead_services.received_required_fields():
+            raise
+        kept = {name: value for name, value in fields.items() if name not in invalid.fields}
+        return _lead_save_once(source, request, submission, kept), invalid.fields
+
+
+def _lead_save_once(source, request, submission, fields):
+    with transaction.atomic():
+        lead = lead_services.lead_receive(
+            fields=fields,
+            channel=CHANNELS[source.kind],
+            store_id=source.store_id,
+            is_test=submission.is_test,
+            send_confirmation=source.send_confirmation,
+        )
+        InboundLead.objects.create(source=source, platform_id=submission.platform_id, lead=lead, request=request)
+    return lead
+
+
+def _lead_fields(source, submission) -> dict:
+    """The lead's fields: the mapped ones, the source's service type by default, the form's other answers as
+    its steps, the campaign and form as its UTM campaign and content."""
+    fields = platforms.mapped_fields(source.kind, submission, source.field_mapping)
+    service_type = _service_type(fields.get("service_type", "")) or source.default_service_type
+    if service_type:
+        fields["service_type"] = service_type
+    used = _mapped_keys(source)
+    others = {name: text for name, text in submission.answers.items() if name.casefold() not in used and text}
+    if others:
+        fields["steps"] = lead_services.received_steps(others)
+    context = submission.context
+    utm = {"campaign": context.get("campaign_id"), "content": context.get("form_id") or context.get("formId")}
+    if utm := {name: value for name, value in utm.items() if value}:
+        fields["utm"] = utm
+    return fields
+
+
+def _service_type(value: str) -> str:
+    """A service type given as its value or its label (what a form's choice shows people), as its value."""
+    wanted = value.strip().casefold()
+    for service_type, label in lead_selectors.service_type_choices():
+        if wanted in (service_type, str(label).casefold()):
+            return service_type
+    return value
+
+
+def _mapped_keys(source) -> set[str]:
+    """The platform keys the source's mapping reads (casefolded): answers the lead's fields hold already."""
+    mapping = {**platforms.DEFAULT_MAPPINGS[source.kind], **(source.field_mapping or {})}
+    keys = set()
+    for where in mapping.values():
+        keys.update(key.casefold() for key in ([where] if isinstance(where, str) else where) if isinstance(key, str))
+    return keys
+
+
+# --- Facebook: the lead fetched from the Graph API ---------------------------------------------
+
+
+def fetch_key(source_id: int, leadgen_id: str) -> str:
+    return f"{FETCH_KIND}:{source_id}:{leadgen_id}"
+
+
+def _fetch_queue(source, request, submission, *, actor: str | None) -> None:
+    payload = {
+        "source_id": source.pk,
+        "request_id": request.pk,
+        "leadgen_id": submission.platform_id,
+        "context": submission.context,  # form, page and ad ids: nothing of the person
+    }
+    key = fetch_key(source.pk, submission.platform_id)
+    if actor is None:
+        jobs.enqueue(FETCH_KIND, payload, key=key, store_id=source.store_id)
+    else:  # a replay: the fetch that died runs again
+        jobs.replay_or_enqueue(FETCH_KIND, payload, key=key, actor=actor, store_id=source.store_id)
+
+
+def facebook_lead_fetch(*, job) -> None:
+    """Read the lead a leadgen notification announced from the Graph API, then make it as any other.
+
+    Graph failures are the job layer's to retry; the request's row says how the fetch stands. A lead the
+    mapping cannot read, or whose fields are invalid, is a permanent failure: the job is dead (and alerted)
+    until the mapping is fixed and the request replayed.
+    """
+    payload = job.payload
+    source = InboundSource.objects.filter(pk=payload["source_id"]).first()
+    if source is None:
+        raise jobs.PermanentError("the source no longer exists")
+    leadgen_id, request_id = payload["leadgen_id"], payload["request_id"]
+    if _known(source, leadgen_id):
+        return  # made by an earlier run, or by another notification of the same lead
+    try:
+        graph_lead = facebook.client_from_settings(source.access_token, app_secret=source.secret).lead(leadgen_id)
+        submission = platforms.facebook_lead_submission(graph_lead, context=payload.get("context"))
+    except (jobs.TransientError, jobs.PermanentError) as exc:
+        last = isinstance(exc, jobs.PermanentError) or job.attempts >= job.max_attempts
+        result = {"outcome": Outcome.FAILED if last else Outcome.PENDING_FETCH, "errors": {"fetch": [str(exc)]}}
+        _fetch_result(request_id, leadgen_id, result)
+        raise
+    except platforms.PayloadUnreadable as unreadable:
+        _fetch_result(request_id, leadgen_id, {"outcome": Outcome.UNREADABLE, "errors": unreadable.fields})
+        raise jobs.PermanentError("the Graph API's lead is not in the shape of a lead") from unreadable
+    request = InboundRequest.objects.filter(pk=request_id).first()
+    result = _lead_make(source, request, submission)
+    _fetch_result(request_id, leadgen_id, result, fetched=graph_lead)
+    if result["outcome"] in (Outcome.UNREADABLE, Outcome.INVALID):
+        raise jobs.PermanentError("the mapping cannot make a valid lead of it: see the source's request log")
+
+
+def _fetch_result(request_id: int, leadgen_id: str, result: dict, *, fetched: dict | None = None) -> None:
+    """One fetched lead's result into its request's row (the row may be gone with the log's retention)."""
+    with transaction.atomic():
+        request = InboundRequest.objects.select_for_update().filter(pk=request_id).first()
+        if request is None:
+            return
+        request.results[leadgen_id] = result
+        if fetched is not None:
+            request.fetched[leadgen_id] = fetched
+        _request_summarize(request)
+        request.save(update_fields=["results", "fetched", "outcome", "errors", "platform_id", "lead"])
+
+
+# --- retention -----------------------------------------------------------------------------------
+
+
+def requests_retention_start() -> None:
+    """Queue a pass over the request log; triggers within the same hour share one job."""
+    jobs.enqueue(RETENTION_KIND, {"part": 1}, key=f"{RETENTION_KIND}:{timezone.now():%Y-%m-%dT%H}")
+
+
+def requests_retention_run(*, job_key: str, part: int) -> int:
+    """Delete one batch of log rows older than SOURCES_REQUEST_LOG_DAYS, oldest first; a full batch queues
+    the next part. The leads they made stay."""
+    cutoff = timezone.now() - timedelta(days=settings.SOURCES_REQUEST_LOG_DAYS)
+    ids = list(
+        InboundRequest.objects.filter(received_at__lt=cutoff)
+        .order_by("received_at")
+        .values_list("pk", flat=True)[:RETENTION_BATCH]
+    )
+    with transaction.atomic():
+        InboundLead.objects.filter(request_id__in=ids).update(request=None)
+        deleted = InboundRequest.objects.filter(pk__in=ids)._raw_delete(InboundRequest.objects.db)
+    if len(ids) == RETENTION_BATCH:
+        jobs.enqueue(RETENTION_KIND, {"part": part + 1}, key=f"{job_key.split('#', 1)[0]}#{part + 1}")
+    logger.info("sources_retention_done", deleted=deleted, part=part)
+    return deleted
