@@ -12,7 +12,7 @@ PIP := $(BIN)/python -m pip --disable-pip-version-check
 PORT ?= 8000
 PYTEST_ARGS ?=
 
-.PHONY: help .venv install install-dev install-bench run test lint bench-jobs bench-intake bench-redaction bench-imap bench-imap-hostile bench-sync bench-backoffice bench-blog bench-chat bench-mcp bench-sse reliability clean
+.PHONY: help .venv install install-dev install-bench run test lint bench-jobs bench-intake bench-sources bench-redaction bench-imap bench-imap-hostile bench-sync bench-backoffice bench-blog bench-chat bench-mcp bench-sse bench-privacy reliability clean
 
 help:
 	@echo "make install      runtime venv (.venv, requirements.txt)"
@@ -22,6 +22,7 @@ help:
 	@echo "make lint         ruff, import-linter contracts, deptry"
 	@echo "make bench-jobs   jobs benchmark with throwaway PostgreSQL + Redis"
 	@echo "make bench-intake POST /api/leads vs a bare insert on daphne, throwaway PostgreSQL + Redis"
+	@echo "make bench-sources  signed generic-JSON webhooks to leads vs POST /api/leads on daphne, throwaway PostgreSQL + Redis"
 	@echo "make bench-redaction  redaction recall/precision/speed against Presidio and scrubadub"
 	@echo "make bench-imap   5,000 lead emails from a local dovecot, end to end vs django-mailbox's importer"
 	@echo "make bench-imap-hostile  the slowest of a set of hostile emails through the parser, vs the unbounded one"
@@ -31,6 +32,7 @@ help:
 	@echo "make bench-chat   200 chats through the relay on daphne vs a direct WebSocket client of the same fake agent"
 	@echo "make bench-mcp    search_docs calls through our MCP server vs the bare SDK server, 50 clients"
 	@echo "make bench-blog   GET /api/posts on a warm cache vs a bare view, and a 500-request cold burst, on daphne + Redis"
+	@echo "make bench-privacy  export and erasure of a person with 10,000 timeline events and 1,000 jobs, among 1,000,000 jobs"
 	@echo "make reliability  fault-injection suite at full scale (1,000 leads a scenario), figures in var/reliability/"
 	@echo "make clean        remove var/ and caches (keeps .venv)"
 
@@ -93,6 +95,10 @@ bench-intake: install-bench
 	scripts/install-system-deps
 	scripts/with-services $(BIN)/python bench/intake/run.py
 
+bench-sources: install-bench
+	scripts/install-system-deps
+	scripts/with-services $(BIN)/python bench/sources/run.py
+
 bench-redaction: install-bench
 	$(BIN)/python bench/tracking/redaction/run.py
 
@@ -126,6 +132,10 @@ bench-mcp: install-bench
 bench-blog: install-bench
 	scripts/install-system-deps
 	scripts/with-services $(BIN)/python bench/blog/run.py
+
+bench-privacy: install-dev
+	scripts/install-system-deps
+	scripts/with-services $(BIN)/python bench/privacy/run.py
 
 reliability: install-dev
 	scripts/install-system-deps

@@ -193,6 +193,10 @@ def first_response(*, period: Period, store_ids=None, now=None) -> crm_selectors
     return crm_selectors.first_response(start=period.start, end=period.end, store_ids=store_ids, now=now)
 
 
+def first_response_by_rep(*, period: Period, store_ids=None, now=None) -> list[crm_selectors.RepFirstResponse]:
+    return crm_selectors.first_response_by_rep(start=period.start, end=period.end, store_ids=store_ids, now=now)
+
+
 # --- delivery health -----------------------------------------------------------------------------
 
 
@@ -235,7 +239,7 @@ def delivery_health(*, store_ids=None) -> DeliveryHealth:
 
 # --- all figures, cached briefly ------------------------------------------------------------------
 
-SECTIONS = ("leads", "prototypes", "chats", "first_response", "delivery_health")
+SECTIONS = ("leads", "prototypes", "chats", "first_response", "reps", "delivery_health")
 
 
 def figures(*, period: Period, store_ids, sections) -> dict:
@@ -264,6 +268,8 @@ def figures(*, period: Period, store_ids, sections) -> dict:
         result["chats"] = chats(period=period, store_ids=store_ids)
     if "first_response" in sections:
         result["first_response"] = first_response(period=period, store_ids=store_ids)
+    if "reps" in sections:
+        result["reps"] = first_response_by_rep(period=period, store_ids=store_ids)
     if "delivery_health" in sections:
         result["delivery_health"] = delivery_health(store_ids=store_ids)
     if seconds > 0:

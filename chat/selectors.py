@@ -54,7 +54,30 @@ def chat_sessions_started_counts(*, start, end, store_ids=None) -> dict:
     return sessions.aggregate(chats=Count("pk"), with_lead=Count("pk", filter=Q(lead__isnull=False)))
 
 
+def chat_sessions_linked(*, lead_id: int) -> list[ChatSession]:
+    """The conversations that produced a lead, without their messages: the session ids and when each began."""
+    return list(ChatSession.objects.filter(lead_id=lead_id).only("session_id", "first_seen_at").order_by("pk"))
+
+
 def chat_sessions_of_leads(*, lead_ids) -> list[ChatSession]:
     """The conversations that produced any of these leads, oldest first, each with its messages in order."""
     messages = Prefetch("messages", queryset=ChatMessage.objects.order_by("created_at", "id"))
     return list(ChatSession.objects.filter(lead_id__in=lead_ids).prefetch_related(messages).order_by("first_seen_at"))
+
+
+# --- data-subject requests (privacy/) ------------------------------------------------------------
+
+
+def subject_rows(*, lead_ids, texts) -> dict[str, list[dict]]:
+    """The conversations of the person, whole: those that produced one of the leads, and those in which a
+    message names one of `texts` (their email or phone, given before any lead was made). {model label: rows}."""
+    named = ChatMessage.objects.none()
+    for text in texts:
+        named |= ChatMessage.objects.filter(content__icontains=text)
+    sessions = ChatSession.objects.filter(Q(lead__in=lead_ids) | Q(pk__in=named.values("session_id")))
+    session_ids = list(sessions.order_by("pk").values_list("pk", flat=True))
+    messages = ChatMessage.objects.filter(session__in=session_ids).order_by("session_id", "created_at", "pk")
+    return {
+        ChatSession._meta.label: list(ChatSession.objects.filter(pk__in=session_ids).order_by("pk").values()),
+        ChatMessage._meta.label: list(messages.values()),
+    }

@@ -82,3 +82,12 @@ def chat_sessions_delete_expired(*, batch_size: int) -> int:
     ChatMessage.objects.filter(session_id__in=ids).delete()
     deleted, _ = ChatSession.objects.filter(id__in=ids).delete()
     return deleted
+
+
+# --- data-subject requests (privacy/) ------------------------------------------------------------
+
+
+@transaction.atomic
+def subject_erase(*, session_ids) -> dict[str, int]:
+    """Delete these conversations with their messages. {model label: rows deleted}."""
+    return ChatSession.objects.filter(pk__in=session_ids).delete()[1]

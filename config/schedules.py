@@ -40,6 +40,10 @@ PERIODIC_TASKS = {
         "task": "sources.retention",
         "every_seconds": 3600,
     },
+    "crm: alert managers of tasks past their due time": {
+        "task": "crm.escalate_overdue",
+        "every_seconds": settings.TASK_ESCALATION_CHECK_SECONDS,
+    },
     "jobs: delete finished jobs past JOBS_RETENTION_DAYS": {
         "task": "jobs.retention_start",
         "crontab": {"minute": "30", "hour": str(settings.JOBS_RETENTION_HOUR_UTC)},

@@ -6,6 +6,7 @@ CELERY_BROKER_URL, SECRET_KEY and ALLOWED_HOSTS. Every variable is documented
 in docs/configuration.md (a test keeps the two in step).
 """
 
+from datetime import time
 from pathlib import Path
 
 import environ
@@ -56,6 +57,7 @@ INSTALLED_APPS = [
     "chat",
     "blog",
     "sources",
+    "privacy",
     "demo",
     "backoffice",
 ]
@@ -358,6 +360,15 @@ LEAD_WRITE_BREAKER_RESET_SECONDS = env.int("LEAD_WRITE_BREAKER_RESET_SECONDS", d
 LEAD_RETRY_MAX_ATTEMPTS = env.int("LEAD_RETRY_MAX_ATTEMPTS", default=3)
 LEAD_RETRY_DELAY_SECONDS = env.int("LEAD_RETRY_DELAY_SECONDS", default=120)
 LEAD_OUTREACH_SLA_MINUTES = env.int("LEAD_OUTREACH_SLA_MINUTES", default=5)
+# Leads of the web form, chat and platforms join their contact and open an outreach task (off: only email leads).
+LEAD_IDENTITY_ENABLED = env.bool("LEAD_IDENTITY_ENABLED", default=True)
+# Leads of no store (the shared pool): the quiet hours their outreach tasks and escalations keep.
+SHARED_POOL_TIMEZONE = env.str("SHARED_POOL_TIMEZONE", default="America/New_York")
+SHARED_POOL_QUIET_HOURS_START = time.fromisoformat(env.str("SHARED_POOL_QUIET_HOURS_START", default="21:00"))
+SHARED_POOL_QUIET_HOURS_END = time.fromisoformat(env.str("SHARED_POOL_QUIET_HOURS_END", default="08:00"))
+# Owners and escalation (crm/assignment.py, crm/escalation.py).
+TASK_ESCALATION_CHECK_SECONDS = env.int("TASK_ESCALATION_CHECK_SECONDS", default=60)
+SHARED_POOL_REASSIGN_OVERDUE = env.bool("SHARED_POOL_REASSIGN_OVERDUE", default=False)
 
 # --- First-party capture and CRM delivery (tracking/, integrations/kapa/, integrations/crm_webhook/) ---
 CRM_WEBHOOK_URL = env.str("CRM_WEBHOOK_URL", default="")  # empty: profile delivery is off

@@ -2,9 +2,10 @@ from datetime import timedelta
 
 from django import forms
 from django.contrib import admin, messages
+from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
-from django.db.models import F, Q
-from django.http import HttpResponseRedirect
+from django.db.models import Count, F, Q
+from django.http import Http404, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils import timezone
@@ -16,11 +17,13 @@ from import_export.formats.base_formats import CSV
 from chat import selectors as chat_selectors
 from config.admin_actions import ReadOnlyAdminMixin
 from config.pagination import CappedCountPaginator
-from crm import selectors, services
-from crm.models import Contact, Task, TimelineEvent
+from crm import assignment, selectors, services
+from crm.merge_admin import ContactMergeAdminMixin
+from crm.models import AssignmentRule, Contact, RepProfile, Task, TimelineEvent
 from leadgen import selectors as lead_selectors
 from prototypes import selectors as prototype_selectors
-from stores.scoping import StoreListFilter, StoreScopedAdminMixin, store_ids_for, stores_visible
+from stores.models import validate_timezone
+from stores.scoping import StoreListFilter, StoreScopedAdminMixin, sees_every_store, store_ids_for, stores_visible
 
 WORK_QUEUE_LIMIT = 200
 
@@ -29,8 +32,8 @@ class ContactResource(resources.ModelResource):
     class Meta:
         model = Contact
         fields = (
-            "id", "phone", "first_name", "last_name", "store__name", "lifecycle_stage", "lead_status",
-            "last_activity_at", "created_at",
+            "id", "email", "phone", "first_name", "last_name", "company", "store__name", "lifecycle_stage",
+            "lead_status", "last_activity_at", "created_at",
         )  # fmt: skip
         export_order = fields
 
@@ -45,21 +48,6 @@ class TaskResource(resources.ModelResource):
         export_order = fields
 
 
-class TimelineEventInline(admin.TabularInline):
-    model = TimelineEvent
-    extra = 0
-    can_delete = False
-    ordering = ("-occurred_at",)
-    fields = ("occurred_at", "event_type", "actor_type", "entity_type", "entity_id", "new_value")
-    readonly_fields = fields
-
-    def has_add_permission(self, request, obj=None):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False  # append-only
-
-
 class TaskInline(admin.TabularInline):
     model = Task
     extra = 0
@@ -68,31 +56,39 @@ class TaskInline(admin.TabularInline):
     fields = ("task_type", "status", "priority", "due_at", "action_needed_reason")
     readonly_fields = fields
 
+    def get_queryset(self, request):
+        return super().get_queryset(request).select_related("contact")  # each row's title names its contact
+
     def has_add_permission(self, request, obj=None):
         return False
 
 
 @admin.register(Contact)
-class ContactAdmin(StoreScopedAdminMixin, ExportMixin, admin.ModelAdmin):
+class ContactAdmin(ContactMergeAdminMixin, StoreScopedAdminMixin, ExportMixin, admin.ModelAdmin):
     resource_classes = [ContactResource]
     export_formats = [CSV]
-    list_display = ("phone", "first_name", "last_name", "store", "lifecycle_stage", "lead_status", "last_activity_at")
+    list_display = (
+        "email", "phone", "first_name", "last_name", "company", "store", "lifecycle_stage", "lead_status",
+        "last_activity_at",
+    )  # fmt: skip
     list_filter = ("lifecycle_stage", "lead_status", ("store", StoreListFilter), "last_activity_at")
-    search_fields = ("=phone", "first_name", "last_name")
+    search_fields = ("=email", "=phone", "first_name", "last_name", "company")
     list_select_related = ("store",)
     ordering = ("-last_activity_at", "-pk")
     date_hierarchy = "last_activity_at"
     paginator = CappedCountPaginator
     show_full_result_count = False
     fields = (
-        "phone", "store", "franchise", "account_id", "lifecycle_stage", "lead_status", "first_name", "last_name",
-        "lead_sources", "last_activity_at", "created_at", "updated_at",
+        "email", "phone", "store", "franchise", "account_id", "lifecycle_stage", "lead_status", "first_name",
+        "last_name", "company", "lead_sources", "last_activity_at", "created_at", "updated_at",
     )  # fmt: skip
-    # The phone and the store are the contact's identity; the rest is set by the lead processor.
+    # The email, the phone and the store are the contact's identity (crm.identity matches arrivals on them; a
+    # merge joins two); the rest is set by the lead processor.
     readonly_fields = (
-        "phone", "store", "franchise", "account_id", "lead_sources", "last_activity_at", "created_at", "updated_at",
+        "email", "phone", "store", "franchise", "account_id", "lead_sources", "last_activity_at", "created_at",
+        "updated_at",
     )  # fmt: skip
-    inlines = [TaskInline, TimelineEventInline]
+    inlines = [TaskInline]  # the timeline is the page's own section (templates/admin/crm/contact/change_form.html)
 
     @staticmethod
     def _source_leads(contact) -> list:
@@ -103,14 +99,25 @@ class ContactAdmin(StoreScopedAdminMixin, ExportMixin, admin.ModelAdmin):
         return contact._source_leads
 
     def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
-        """The chat transcripts and the prototypes of the contact's leads, for staff who may read those."""
+        """The timeline, and the chat transcripts and the prototypes of the contact's leads, each shown to staff
+        who may read it."""
         if obj is not None:
-            lead_ids = [lead.pk for lead in self._source_leads(obj)]
+            leads = self._source_leads(obj)
+            lead_ids = [lead.pk for lead in leads]
             user = request.user
             if user.has_perm("chat.view_chatsession"):
                 context["chat_sessions"] = chat_selectors.chat_sessions_of_leads(lead_ids=lead_ids)
             if user.has_perm("prototypes.view_prototype"):
                 context["prototypes"] = prototype_selectors.prototypes_of_leads(lead_ids=lead_ids)
+            context["timeline"], context["timeline_truncated"] = selectors.contact_timeline(
+                contact=obj,
+                leads=leads if user.has_perm("leadgen.view_lead") else None,
+                chat_sessions=context.get("chat_sessions"),
+                prototypes=context.get("prototypes"),
+            )
+            context["timeline_limit"] = selectors.TIMELINE_LIMIT
+            context["can_view_tasks"] = user.has_perm("crm.view_task")
+            context["can_view_tracked_users"] = user.has_perm("tracking.view_trackeduser")
         return super().render_change_form(request, context, add=add, change=change, form_url=form_url, obj=obj)
 
     @admin.display(description="lead source")
@@ -194,8 +201,10 @@ class TaskForm(forms.ModelForm):
     def clean(self):
         cleaned = super().clean()
         owner, contact = cleaned.get("assigned_to"), cleaned.get("contact")
-        if owner and contact and not selectors.task_assignees(store_ids=[contact.store_id]).filter(pk=owner.pk):
-            self.add_error("assigned_to", "Pick someone who works at this task's store.")
+        if owner and contact:
+            may_own = selectors.task_assignees(store_ids=[contact.store_id], shared_pool=contact.store_id is None)
+            if not may_own.filter(pk=owner.pk):
+                self.add_error("assigned_to", "Pick someone who works at this task's store.")
         return cleaned
 
 
@@ -236,7 +245,9 @@ class TaskAdmin(StoreScopedAdminMixin, ExportMixin, admin.ModelAdmin):
         form = super().get_form(request, obj, change, **kwargs)
         if obj is not None and "assigned_to" in form.base_fields:
             # An existing task's owner comes from the staff of its own store (TaskForm.clean checks it again).
-            form.base_fields["assigned_to"].queryset = selectors.task_assignees(store_ids=[obj.store_id])
+            form.base_fields["assigned_to"].queryset = selectors.task_assignees(
+                store_ids=[obj.store_id], shared_pool=obj.store_id is None
+            )
         return form
 
     def formfield_for_foreignkey(self, db_field, request, **kwargs):
@@ -244,7 +255,7 @@ class TaskAdmin(StoreScopedAdminMixin, ExportMixin, admin.ModelAdmin):
             # Staff of the stores the user sees, as a plain list: Sales may not read users.
             store_ids = store_ids_for(request.user)
             visible = stores_visible(request.user).values("pk") if store_ids is None else store_ids
-            kwargs["queryset"] = selectors.task_assignees(store_ids=visible)
+            kwargs["queryset"] = selectors.task_assignees(store_ids=visible, shared_pool=store_ids is None)
         return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
     @admin.display(description="due", ordering="due_at")
@@ -379,3 +390,144 @@ class TimelineEventAdmin(StoreScopedAdminMixin, ReadOnlyAdminMixin, admin.ModelA
     paginator = CappedCountPaginator
     show_full_result_count = False
 
+
+# --- owners: reps' hours and away switch, rules naming an owner --------------------------------------
+
+WEEKDAYS = [(1, "Mon"), (2, "Tue"), (3, "Wed"), (4, "Thu"), (5, "Fri"), (6, "Sat"), (7, "Sun")]
+
+
+def _staff_in_scope(user):
+    """Active staff the editor may pick as a rep, a manager or a rule's owner: those of the editor's stores."""
+    staff = get_user_model().objects.filter(is_staff=True, is_active=True).order_by("username")
+    store_ids = store_ids_for(user)
+    return staff if store_ids is None else staff.filter(stores__in=store_ids).distinct()
+
+
+class RepProfileForm(forms.ModelForm):
+    work_days = forms.TypedMultipleChoiceField(
+        choices=WEEKDAYS, coerce=int, required=False, widget=forms.CheckboxSelectMultiple,
+        help_text="Takes new leads only on these days, between the start and the end (in the rep's time zone; "
+        "an end before the start runs past midnight; equal: all day).",
+    )  # fmt: skip
+    timezone = forms.CharField(max_length=64, validators=[validate_timezone], initial="America/New_York")
+
+    class Meta:
+        model = RepProfile
+        fields = ("user", "manager", "timezone", "work_days", "work_start", "work_end", "is_away", "max_open_tasks")
+
+    def clean(self):
+        cleaned = super().clean()
+        if cleaned.get("manager") and cleaned.get("manager") == cleaned.get("user"):
+            self.add_error("manager", "A rep's manager is someone else.")
+        return cleaned
+
+
+@admin.register(RepProfile)
+class RepProfileAdmin(admin.ModelAdmin):
+    """Managers set reps' hours, caps and managers; a rep flips only their own away switch (the work queue)."""
+
+    form = RepProfileForm
+    list_display = (
+        "user", "manager", "is_away", "on_shift", "days", "work_start", "work_end", "timezone", "open_tasks",
+        "max_open_tasks", "last_assigned_at",
+    )  # fmt: skip
+    list_filter = ("is_away",)
+    list_select_related = ("user", "manager")
+    search_fields = ("user__username", "manager__username")
+    readonly_fields = ("last_assigned_at",)
+    ordering = ("user__username",)
+
+    def get_queryset(self, request):
+        # The reps of the editor's stores (every rep for whoever sees every store); fails closed as stores.scoping.
+        profiles = (
+            super()
+            .get_queryset(request)
+            .annotate(pending=Count("user__crm_tasks", filter=Q(user__crm_tasks__status=Task.Status.PENDING)))
+        )
+        store_ids = store_ids_for(request.user)
+        return profiles if store_ids is None else profiles.filter(user__in=_staff_in_scope(request.user))
+
+    def get_object(self, request, object_id, from_field=None):
+        obj = super().get_object(request, object_id, from_field)
+        if obj is None:
+            raise Http404  # outside the scope: the same answer as an id never used
+        return obj
+
+    def formfield_for_foreignkey(self, db_field, request, **kwargs):
+        if db_field.name in ("user", "manager"):
+            kwargs["queryset"] = _staff_in_scope(request.user)
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+    @admin.display(description="work days")
+    def days(self, obj):
+        names = dict(WEEKDAYS)
+        return " ".join(names.get(day, "?") for day in sorted(obj.work_days or [])) or "none"
+
+    @admin.display(description="on shift now", boolean=True)
+    def on_shift(self, obj):
+        return assignment.rep_on_shift(obj, now=timezone.now())
+
+    @admin.display(description="open tasks", ordering="pending")
+    def open_tasks(self, obj):
+        return obj.pending
+
+    def get_urls(self):
+        away = self.admin_site.admin_view(self.my_away_view)
+        return [path("mine/away/", away, name="crm_repprofile_my_away")] + super().get_urls()
+
+    def my_away_view(self, request):
+        """POST away=1|0: the signed-in rep's own away switch (no permission on profiles needed: it is theirs)."""
+        back = reverse("admin:crm_task_queue")
+        if request.method != "POST":
+            return HttpResponseRedirect(back)
+        away = request.POST.get("away") == "1"
+        if not assignment.rep_away_set(user_id=request.user.pk, away=away):
+            raise Http404
+        state = "away: no new leads come to you" if away else "back: new leads come to you on shift"
+        self.message_user(request, f"You are {state}.", messages.SUCCESS)
+        return HttpResponseRedirect(back)
+
+
+class AssignmentRuleForm(forms.ModelForm):
+    service_type = forms.ChoiceField(required=False, choices=[("", "any"), *lead_selectors.service_type_choices()])
+    channel = forms.ChoiceField(required=False, choices=[("", "any"), *lead_selectors.channel_choices()])
+    editor = None  # the requesting user, set by AssignmentRuleAdmin.get_form
+
+    class Meta:
+        model = AssignmentRule
+        fields = ("store", "service_type", "channel", "owner", "priority", "is_active")
+
+    def clean(self):
+        cleaned = super().clean()
+        store, owner = cleaned.get("store"), cleaned.get("owner")
+        if store is None and "store" not in self.errors and not sees_every_store(self.editor):
+            self.add_error("store", "Choose one of your stores: rules of no store are for managers of every store.")
+        if owner is not None and "store" not in self.errors:
+            store_id = store.pk if store else None
+            if not assignment.store_reps(store_id=store_id).filter(pk=owner.pk).exists():
+                where = "this store" if store else "every store (leads of no store)"
+                self.add_error("owner", f"Pick someone who works at {where}.")
+            elif not RepProfile.objects.filter(user=owner).exists():
+                self.add_error("owner", "Give them a rep profile (working hours) first: the rule names reps on shift.")
+        return cleaned
+
+
+@admin.register(AssignmentRule)
+class AssignmentRuleAdmin(StoreScopedAdminMixin, admin.ModelAdmin):
+    """A named owner for new leads of a service type and/or channel, tried before round-robin."""
+
+    form = AssignmentRuleForm
+    list_display = ("priority", "store", "service_type", "channel", "owner", "is_active")
+    list_filter = ("is_active", ("store", StoreListFilter))
+    list_select_related = ("store", "owner")
+    ordering = ("priority", "pk")
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        form = super().get_form(request, obj, change, **kwargs)
+        form.editor = request.user
+        return form
+
+    def formfield_for_foreignkey(self, db_field, request, **kwargs):
+        if db_field.name == "owner":
+            kwargs["queryset"] = _staff_in_scope(request.user)
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)

@@ -17,9 +17,9 @@ LEAD_CREATED = "crm.lead_created"
 
 
 def lead_created_missing_fields(lead) -> list[str]:
-    """The fields the processor needs that this lead lacks: the contact's key and the audit fields."""
-    required = {"phone": lead.phone, "franchise": lead.franchise, "account_id": lead.account_id, "store": lead.store_id}
-    return [name for name, value in required.items() if not value]
+    """What the processor needs that this lead lacks: a key of its contact, a phone or an email. A lead of no
+    store (an email lead whose sender no store mapping knows yet) joins the shared pool."""
+    return [] if lead.phone or lead.email else ["phone or email"]
 
 
 def lead_created_key(lead_id: int, *, replay: str = "") -> str:

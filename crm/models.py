@@ -1,10 +1,12 @@
-"""Contacts, outreach tasks with an SLA, and each contact's timeline.
+"""Contacts, outreach tasks with an SLA and an owner, each contact's timeline, and who sells when.
 
-A contact is one phone number at one store: the store is the isolation key,
-so the same person calling two stores is two contacts.
+A contact is one person at one store, known by a normalized email, an E.164
+phone, or both: the store is the isolation key, so the same person at two
+stores is two contacts; leads of no store share one pool (store empty).
 """
 
 import uuid
+from datetime import time
 
 from django.conf import settings
 from django.db import models
@@ -25,8 +27,15 @@ class Contact(models.Model):
         QUALIFIED = "qualified"
         UNQUALIFIED = "unqualified"
 
-    phone = models.CharField(max_length=32, help_text="E.164")
-    store = models.ForeignKey("stores.Store", on_delete=models.PROTECT, related_name="contacts")
+    phone = models.CharField(max_length=32, blank=True, help_text="E.164; empty when only the email is known.")
+    email = models.CharField(
+        max_length=254, blank=True, help_text="Normalized (lower case); empty when only the phone is known."
+    )
+    company = models.CharField(max_length=200, blank=True)
+    store = models.ForeignKey(
+        "stores.Store", null=True, blank=True, on_delete=models.PROTECT, related_name="contacts",
+        help_text="Empty: the shared pool of leads of no store.",
+    )  # fmt: skip
     franchise = models.CharField(max_length=120, blank=True)
     account_id = models.CharField(max_length=64, blank=True, help_text="Audit only; the store isolates.")
     lifecycle_stage = models.CharField(max_length=16, choices=LifecycleStage.choices, default=LifecycleStage.LEAD)
@@ -39,10 +48,19 @@ class Contact(models.Model):
 
     class Meta:
         ordering = ["-last_activity_at"]
-        constraints = [models.UniqueConstraint(fields=["phone", "store"], name="uq_contacts_phone_store")]
+        # One contact per email and per phone within a store, and within the shared pool (NULLs not distinct).
+        constraints = [
+            models.UniqueConstraint(
+                fields=["store", "phone"], condition=~Q(phone=""), nulls_distinct=False, name="uq_contacts_store_phone"
+            ),
+            models.UniqueConstraint(
+                fields=["store", "email"], condition=~Q(email=""), nulls_distinct=False, name="uq_contacts_store_email"
+            ),
+            models.CheckConstraint(condition=~Q(phone="", email=""), name="ck_contacts_known_by_something"),
+        ]
 
     def __str__(self):
-        return self.full_name or self.phone
+        return self.full_name or self.email or self.phone
 
     @property
     def full_name(self) -> str:
@@ -70,7 +88,10 @@ class Task(models.Model):
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     contact = models.ForeignKey(Contact, on_delete=models.CASCADE, related_name="tasks")
-    store = models.ForeignKey("stores.Store", on_delete=models.PROTECT, related_name="tasks")
+    store = models.ForeignKey(
+        "stores.Store", null=True, blank=True, on_delete=models.PROTECT, related_name="tasks",
+        help_text="The contact's store; empty for the shared pool.",
+    )  # fmt: skip
     franchise = models.CharField(max_length=120, blank=True)
     account_id = models.CharField(max_length=64, blank=True)
     task_type = models.CharField(max_length=32, choices=TaskType.choices)
@@ -92,6 +113,9 @@ class Task(models.Model):
         on_delete=models.SET_NULL,
         related_name="crm_tasks",
         help_text="Empty: anyone at the store may take it.",
+    )
+    escalated_at = models.DateTimeField(
+        null=True, blank=True, help_text="When the owner's manager was alerted that it passed its due time."
     )
     completed_at = models.DateTimeField(null=True, blank=True)
     completed_by = models.CharField(max_length=150, blank=True)
@@ -140,7 +164,9 @@ class TimelineEvent(models.Model):
     """Something that happened to a contact; append-only, deduplicated by its idempotency key."""
 
     contact = models.ForeignKey(Contact, on_delete=models.CASCADE, related_name="timeline")
-    store = models.ForeignKey("stores.Store", on_delete=models.PROTECT, related_name="timeline_events")
+    store = models.ForeignKey(
+        "stores.Store", null=True, blank=True, on_delete=models.PROTECT, related_name="timeline_events"
+    )
     franchise = models.CharField(max_length=120, blank=True)
     account_id = models.CharField(max_length=64, blank=True)
     event_type = models.CharField(max_length=64)
@@ -155,6 +181,57 @@ class TimelineEvent(models.Model):
 
     class Meta:
         ordering = ["-occurred_at"]
+        indexes = [
+            # The duplicates list reads the pairs identity resolution left apart: a few rows of a large table.
+            models.Index(
+                fields=["-occurred_at"], condition=Q(event_type="contact.duplicate_suspected"),
+                name="crm_timeline_dup_suspect_idx",
+            ),
+        ]  # fmt: skip
 
     def __str__(self):
         return f"{self.event_type} at {self.occurred_at:%Y-%m-%d %H:%M}"
+
+
+class RepProfile(models.Model):
+    """When a sales rep takes new leads: working hours, an away switch and a cap of open tasks.
+
+    Round-robin assignment (crm.assignment) offers a new lead to the reps of its store who are on shift,
+    not away and under their cap, the one assigned longest ago first.
+    """
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="rep_profile")
+    manager = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="reports",
+        help_text="Alerted when a task of this rep passes its due time without a response.",
+    )  # fmt: skip
+    timezone = models.CharField(max_length=64, default="America/New_York")
+    work_days = models.JSONField(default=list, blank=True, help_text="ISO weekdays worked, 1 = Monday … 7 = Sunday.")
+    work_start = models.TimeField(default=time(9, 0))
+    work_end = models.TimeField(default=time(17, 0))
+    is_away = models.BooleanField(default=False, help_text="Away: takes no new leads whatever the hours.")
+    max_open_tasks = models.PositiveIntegerField(default=25, help_text="Takes no new lead while this many are open.")
+    last_assigned_at = models.DateTimeField(null=True, blank=True, help_text="When round-robin last chose this rep.")
+
+    def __str__(self):
+        return f"{self.user} (rep)"
+
+
+class AssignmentRule(models.Model):
+    """A named owner for new leads of a service type and/or a source channel, before round-robin."""
+
+    store = models.ForeignKey(
+        "stores.Store", null=True, blank=True, on_delete=models.CASCADE, related_name="assignment_rules",
+        help_text="Empty: leads of no store.",
+    )  # fmt: skip
+    service_type = models.CharField(max_length=32, blank=True, help_text="Empty: any.")
+    channel = models.CharField(max_length=16, blank=True, help_text="Empty: any.")
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="assignment_rules")
+    priority = models.PositiveIntegerField(default=100, help_text="Lower first.")
+    is_active = models.BooleanField(default=True)
+
+    class Meta:
+        ordering = ["priority", "pk"]
+
+    def __str__(self):
+        return f"{self.service_type or 'any service'} / {self.channel or 'any channel'} → {self.owner}"

@@ -1,15 +1,22 @@
-"""Writes of the CRM: the LeadCreated processor, task actions (each on the contact's timeline), LeadCreated replays."""
+"""Writes of the CRM: the lead processor (every channel's leads join their contact, qualified ones open an
+outreach task), touchpoints on a contact's timeline, task actions, LeadCreated replays."""
 
 import uuid
 from dataclasses import dataclass
+from datetime import datetime
+from zoneinfo import ZoneInfo
 
 import structlog
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
+from chat import selectors as chat_selectors
 from config.db import insert_on_conflict
+from crm.assignment import task_owner_pick
 from crm.events import lead_created_emit, lead_created_missing_fields
+from crm.identity import Person, contact_resolve, email_key, phone_key
 from crm.models import Contact, Task, TimelineEvent
 from crm.sla import outreach_due_at
 from leadgen import selectors as lead_selectors
@@ -17,20 +24,28 @@ from leadgen import selectors as lead_selectors
 logger = structlog.get_logger(__name__)
 
 LEAD_CREATED_EVENT = "lead.created"
+CHAT_LINKED_EVENT = "chat.linked"
+DOCS_SIGNED_IN_EVENT = "docs.signed_in"
 REPLAY_BATCH = 500
-# What the processor reads of a lead and its store (not the raw body).
-LEAD_FIELDS = ("phone", "first_name", "last_name", "lead_type", "franchise", "account_id", "received_at",
-               "created_at", "store")  # fmt: skip
-STORE_FIELDS = ("timezone", "quiet_hours_start", "quiet_hours_end")
+# What the processor reads of a lead and its store (not the raw body, the message or the answers).
+LEAD_FIELDS = (
+    "channel", "status", "is_test", "email", "phone", "first_name", "last_name", "company", "service_type",
+    "lead_type", "franchise", "account_id", "received_at", "created_at", "store",
+)  # fmt: skip
+STORE_FIELDS = ("franchise", "account_id", "timezone", "quiet_hours_start", "quiet_hours_end")
+QUALIFIED_STATUS = "lead"  # leadgen's Lead.Status.LEAD: a lead sales works, not spam or a vendor
+EMAIL_CHANNEL = "email"  # leadgen's Lead.Channel.EMAIL
+# Who set a lead.created off, by channel; the platforms' leads (sources/) are "lead_source".
+LEAD_ACTORS = {EMAIL_CHANNEL: "lead_webhook", "web_form": "visitor"}
 
 
 class LeadIncomplete(Exception):
-    """The lead lacks what a contact needs (phone and store) or the audit fields."""
+    """The lead lacks what a contact needs: a phone or an email."""
 
 
 @dataclass(frozen=True)
 class LeadProcessed:
-    contact_id: int
+    contact_id: int | None  # None: the lead is not one sales works (spam, a vendor, a platform's test)
     task_created: bool  # False: the lead's task exists already, or the contact has one pending
 
 
@@ -46,48 +61,37 @@ def _suggested_actions() -> list[dict]:
     ]
 
 
-def _contact_upsert(lead, arrived_at) -> int:
-    """Insert the contact, or fill in what the existing one lacks; lifecycle and status are never touched.
-
-    Last activity only moves forward, so an older lead processed late never
-    moves it back. The update runs only when it changes something, so a replay
-    leaves the row (updated_at included) exactly as it was. One statement.
-    """
-    table = connection.ops.quote_name(Contact._meta.db_table)
-    greatest = "GREATEST" if connection.vendor == "postgresql" else "MAX"  # SQLite's two-argument MAX
-    changes = (
-        f"{table}.last_activity_at IS NULL OR {table}.last_activity_at < excluded.last_activity_at"
-        f" OR ({table}.first_name = '' AND excluded.first_name <> '')"
-        f" OR ({table}.last_name = '' AND excluded.last_name <> '')"
-    )
-    on_conflict = (
-        "ON CONFLICT (phone, store_id) DO UPDATE SET"
-        f" first_name = CASE WHEN {table}.first_name = '' THEN excluded.first_name ELSE {table}.first_name END,"
-        f" last_name = CASE WHEN {table}.last_name = '' THEN excluded.last_name ELSE {table}.last_name END,"
-        f" last_activity_at = {greatest}(COALESCE({table}.last_activity_at, excluded.last_activity_at),"
-        " excluded.last_activity_at),"
-        f" updated_at = excluded.updated_at WHERE {changes}"
-    )
-    contact = Contact(
-        phone=lead.phone, store_id=lead.store_id, franchise=lead.franchise, account_id=lead.account_id,
-        lifecycle_stage=Contact.LifecycleStage.LEAD, lead_status=Contact.LeadStatus.NEW,
-        first_name=lead.first_name, last_name=lead.last_name, last_activity_at=arrived_at,
-    )  # fmt: skip
-    row = insert_on_conflict(contact, on_conflict=on_conflict, returning="id")
-    if row is None:  # the contact exists and this lead changes nothing in it
-        return Contact.objects.filter(phone=lead.phone, store_id=lead.store_id).values_list("pk", flat=True).get()
-    return row[0]
-
-
-def _outreach_task_insert(lead, contact_id: int, arrived_at) -> bool:
-    """One high-priority outreach task per lead, and none while the contact has one pending."""
+def _lead_person(lead) -> Person:
     store = lead.store
-    reason = f"New {lead.lead_type or 'lead'} from {lead.full_name or 'unknown'}"
+    return Person(
+        email=email_key(lead.email), phone=phone_key(lead.phone), first_name=lead.first_name,
+        last_name=lead.last_name, company=lead.company,
+        franchise=lead.franchise or (store.franchise if store else ""),
+        account_id=lead.account_id or (store.account_id if store else ""),
+    )  # fmt: skip
+
+
+def _outreach_due_at(store, arrived_at: datetime) -> datetime:
+    """The SLA after arrival, past the quiet hours of the store, or of the shared pool for a lead of no store."""
+    if store is None:
+        zone = ZoneInfo(settings.SHARED_POOL_TIMEZONE)
+        start, end = settings.SHARED_POOL_QUIET_HOURS_START, settings.SHARED_POOL_QUIET_HOURS_END
+    else:
+        zone, start, end = store.zone, store.quiet_hours_start, store.quiet_hours_end
+    return outreach_due_at(
+        arrived_at=arrived_at, sla_minutes=settings.LEAD_OUTREACH_SLA_MINUTES, zone=zone, start=start, end=end
+    )
+
+
+def _outreach_task_insert(lead, person: Person, contact_id: int, arrived_at) -> bool:
+    """One high-priority outreach task per lead, and none while the contact has one pending; its owner is picked
+    (by rule, else round-robin) only once it is written, so a lead that adds no task takes nobody's turn."""
+    reason = f"New {lead.lead_type or lead.get_service_type_display() or 'lead'} from {lead.full_name or 'unknown'}"
     task = Task(
         contact_id=contact_id,
-        store_id=store.pk,
-        franchise=lead.franchise,
-        account_id=lead.account_id,
+        store_id=lead.store_id,
+        franchise=person.franchise,
+        account_id=person.account_id,
         task_type=Task.TaskType.LEAD_OUTREACH,
         type_category=Task.TaskType.LEAD_OUTREACH,
         source_type=Task.SourceType.LEAD,
@@ -99,54 +103,105 @@ def _outreach_task_insert(lead, contact_id: int, arrived_at) -> bool:
         action_needed=True,
         action_needed_reason=reason[: Task._meta.get_field("action_needed_reason").max_length],
         suggested_actions=_suggested_actions(),
-        due_at=outreach_due_at(
-            arrived_at=arrived_at,
-            sla_minutes=settings.LEAD_OUTREACH_SLA_MINUTES,
-            zone=store.zone,
-            start=store.quiet_hours_start,
-            end=store.quiet_hours_end,
-        ),
+        due_at=_outreach_due_at(lead.store, arrived_at),
     )
     # DO NOTHING covers both unique constraints: per source lead, and one pending task per contact.
-    return insert_on_conflict(task, on_conflict="ON CONFLICT DO NOTHING", returning="id") is not None
+    written = insert_on_conflict(task, on_conflict="ON CONFLICT DO NOTHING", returning="id")
+    if written is None:
+        return False
+    owner_id = task_owner_pick(store_id=lead.store_id, service_type=lead.service_type, channel=lead.channel)
+    if owner_id is not None:
+        Task.objects.filter(pk=written[0]).update(assigned_to_id=owner_id)
+    return True
 
 
-def _lead_created_event_append(lead, contact_id: int, arrived_at) -> None:
-    event = TimelineEvent(
-        contact_id=contact_id,
-        store_id=lead.store_id,
-        franchise=lead.franchise,
-        account_id=lead.account_id,
-        event_type=LEAD_CREATED_EVENT,
-        event_category="lead",
-        entity_type="lead",
-        entity_id=str(lead.pk),
-        occurred_at=arrived_at,
-        actor_type="lead_webhook",
-        new_value={"leadType": lead.lead_type, "firstName": lead.first_name, "lastName": lead.last_name},
-        idempotency_key=f"{LEAD_CREATED_EVENT}:{lead.pk}",
-    )
-    insert_on_conflict(event, on_conflict="ON CONFLICT DO NOTHING")
+def _event(*, contact_id: int, store_id, person: Person, event_type: str, category: str, entity_type: str,
+           entity_id, occurred_at, actor_type: str, new_value: dict, key: str) -> TimelineEvent:  # fmt: skip
+    return TimelineEvent(
+        contact_id=contact_id, store_id=store_id, franchise=person.franchise, account_id=person.account_id,
+        event_type=event_type, event_category=category, entity_type=entity_type, entity_id=str(entity_id),
+        occurred_at=occurred_at, actor_type=actor_type, new_value=new_value, idempotency_key=key,
+    )  # fmt: skip
+
+
+def _lead_events(lead, person: Person, contact_id: int, arrived_at) -> list[TimelineEvent]:
+    """The lead's arrival (its channel, type and names) and the chats that produced it (their ids). The page
+    reads the answers and the transcripts from their own rows: no copy of them is kept here."""
+    values = {"channel": lead.channel, "leadType": lead.lead_type, "firstName": lead.first_name,
+              "lastName": lead.last_name}  # fmt: skip
+    if lead.service_type:
+        values["serviceType"] = lead.service_type
+    common = {"contact_id": contact_id, "store_id": lead.store_id, "person": person}
+    events = [
+        _event(
+            **common, event_type=LEAD_CREATED_EVENT, category="lead", entity_type="lead", entity_id=lead.pk,
+            occurred_at=arrived_at, actor_type=LEAD_ACTORS.get(lead.channel, "lead_source"), new_value=values,
+            key=f"{LEAD_CREATED_EVENT}:{lead.pk}",
+        )
+    ]  # fmt: skip
+    if lead.channel != EMAIL_CHANNEL:  # only the web form's leads come from a chat
+        events += [
+            _event(
+                **common, event_type=CHAT_LINKED_EVENT, category="chat", entity_type="chat_session",
+                entity_id=session.pk, occurred_at=session.first_seen_at, actor_type="visitor",
+                new_value={"sessionId": session.session_id, "leadId": lead.pk},
+                key=f"{CHAT_LINKED_EVENT}:{session.pk}",
+            )
+            for session in chat_selectors.chat_sessions_linked(lead_id=lead.pk)
+        ]  # fmt: skip
+    return events
+
+
+def _lead_contact_id(lead) -> int | None:
+    """The contact a lead joined when it was processed before: it stays there (a merge moves it with its events),
+    so a replay never resolves it again into a contact since merged away."""
+    joined = TimelineEvent.objects.filter(idempotency_key=f"{LEAD_CREATED_EVENT}:{lead.pk}")
+    return joined.values_list("contact_id", flat=True).first()
 
 
 def lead_created_process(*, lead_id: int) -> LeadProcessed:
-    """The LeadCreated processor: contact, outreach task and timeline event, in one transaction.
+    """The lead processor, for a lead of any channel: its contact (matched by email and phone within the
+    lead's store or the shared pool, else created: crm.identity), its timeline events and, for a lead sales
+    works, an outreach task with the SLA and quiet hours of its store and an owner. One transaction.
 
     Every write is an insert-if-absent or a forward-only update, so processing
     the same lead again, at the same time or later, changes nothing.
     """
     with transaction.atomic():
         lead = lead_selectors.lead_for_processing(lead_id=lead_id, fields=LEAD_FIELDS, store_fields=STORE_FIELDS)
+        if lead.is_test or lead.status != QUALIFIED_STATUS:
+            logger.info("lead_not_processed", lead_id=lead_id, status=lead.status, is_test=lead.is_test)
+            return LeadProcessed(contact_id=None, task_created=False)
         missing = lead_created_missing_fields(lead)
         if missing:
             raise LeadIncomplete(f"lead {lead_id} lacks {', '.join(missing)}")
+        person = _lead_person(lead)
+        if not (person.email or person.phone):
+            raise LeadIncomplete(f"lead {lead_id} lacks a valid phone or email")
         # The time the lead arrived, not now: a lead processed late must not look fresh.
         arrived_at = lead.received_at or lead.created_at
-        contact_id = _contact_upsert(lead, arrived_at)
-        task_created = _outreach_task_insert(lead, contact_id, arrived_at)
-        _lead_created_event_append(lead, contact_id, arrived_at)
+        contact_id = _lead_contact_id(lead) or contact_resolve(store_id=lead.store_id, person=person,
+                                                               seen_at=arrived_at)  # fmt: skip
+        task_created = _outreach_task_insert(lead, person, contact_id, arrived_at)
+        TimelineEvent.objects.bulk_create(_lead_events(lead, person, contact_id, arrived_at), ignore_conflicts=True)
     logger.info("lead_processed", lead_id=lead_id, contact_id=contact_id, task_created=task_created)
     return LeadProcessed(contact_id=contact_id, task_created=task_created)
+
+
+def docs_sign_in_record(*, tracked_user_id: int, email: str, first_name: str, last_name: str, company: str,
+                        at: datetime) -> int:  # fmt: skip
+    """A docs reader signed in with a verified email: they join the shared pool's contact of that email (created
+    when there is none) and the sign-in goes on its timeline. Runs in the caller's transaction. The contact id."""
+    person = Person(email=email_key(email), first_name=first_name, last_name=last_name, company=company)
+    with transaction.atomic():
+        contact_id = contact_resolve(store_id=None, person=person, seen_at=at)
+        event = _event(
+            contact_id=contact_id, store_id=None, person=person, event_type=DOCS_SIGNED_IN_EVENT, category="docs",
+            entity_type="tracked_user", entity_id=tracked_user_id, occurred_at=at, actor_type="docs_reader",
+            new_value={}, key=f"{DOCS_SIGNED_IN_EVENT}:{tracked_user_id}:{at.isoformat()}",
+        )  # fmt: skip
+        insert_on_conflict(event, on_conflict="ON CONFLICT DO NOTHING")
+    return contact_id
 
 
 class TaskChanged(Exception):
@@ -262,7 +317,7 @@ def lead_created_replay(*, since, actor: str) -> int:
     changes nothing else. One transaction per batch of leads.
     """
     replay = f"{timezone.now():%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:6]}"
-    leads = lead_selectors.email_leads_complete_since(since=since).only("phone", "franchise", "account_id", "store")
+    leads = lead_selectors.email_leads_complete_since(since=since).only("phone", "email", "store")
     emitted, last_pk = 0, 0
     while True:
         batch = list(leads.filter(pk__gt=last_pk)[:REPLAY_BATCH])
@@ -273,3 +328,15 @@ def lead_created_replay(*, since, actor: str) -> int:
         last_pk = batch[-1].pk
     logger.info("lead_created_replayed", count=emitted, actor=actor, replay=replay)
     return emitted
+
+
+# --- data-subject requests (privacy/) ------------------------------------------------------------
+
+
+def subject_erase(*, contact_ids, lead_ids) -> dict[str, int]:
+    """Delete the contacts with their tasks and timelines, and the tasks the leads opened (on any contact).
+    {model label: rows deleted}."""
+    counts = dict(Task.objects.filter(Q(contact__in=contact_ids) | Q(source_lead__in=lead_ids)).delete()[1])
+    for label, deleted in Contact.objects.filter(pk__in=contact_ids).delete()[1].items():
+        counts[label] = counts.get(label, 0) + deleted
+    return counts

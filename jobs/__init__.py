@@ -41,6 +41,8 @@ __all__ = [
     "run_now",
     "send_test",
     "step_once",
+    "subject_erase",
+    "subject_rows",
 ]
 
 
@@ -102,6 +104,14 @@ def replay_or_enqueue(kind, payload, *, key, actor: str, store_id=None) -> bool:
     if existing.status not in (Job.Status.DEAD, Job.Status.SKIPPED):
         return False
     return jobs_replay(job_ids=[existing.pk], actor=actor) > 0
+
+
+def subject_erase(*, job_ids) -> dict[str, int]:
+    """Delete these jobs, their attempts and steps, whatever their status (a data subject's erasure).
+    {model label: rows deleted}."""
+    from jobs.services import jobs_subject_erase
+
+    return jobs_subject_erase(job_ids=job_ids)
 
 
 def discard(*, job_ids, actor: str) -> int:
@@ -220,6 +230,18 @@ def keys_in_progress(keys) -> set[str]:
     from jobs.selectors import jobs_unfinished_for_keys
 
     return set(jobs_unfinished_for_keys(keys).values_list("key", flat=True))
+
+
+def subject_rows(*, refs, texts) -> dict[str, list[dict]]:
+    """The jobs naming a data subject, whole, with their attempts and steps. {model label: rows}
+
+    `refs`: (kind prefix, payload key, ids) — a job of a kind starting with the prefix ("" for any) whose
+    payload names one of the ids under that key; `texts`: a job not succeeded whose key, payload or last error
+    holds one (a succeeded job keeps ids alone).
+    """
+    from jobs.selectors import jobs_subject_rows
+
+    return jobs_subject_rows(refs=refs, texts=texts)
 
 
 def health_by_kind(*, store_ids=None) -> list[dict]:

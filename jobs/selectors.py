@@ -1,9 +1,11 @@
 from datetime import UTC, datetime
 
 from django.core.cache import cache
-from django.db.models import Count, Q
+from django.db.models import Count, Q, TextField
+from django.db.models.fields.json import KT
+from django.db.models.functions import Cast
 
-from jobs.models import Job
+from jobs.models import Job, JobAttempt, JobStep
 
 LAST_SWEEP_CACHE_KEY = "jobs:last-sweep-at"  # written by jobs.runtime.jobs_sweep
 
@@ -56,3 +58,34 @@ def jobs_last_sweep_at() -> datetime | None:
     """When the dispatcher's sweep last finished (any process), or None if not since the cache was empty."""
     stamp = cache.get(LAST_SWEEP_CACHE_KEY)
     return datetime.fromtimestamp(stamp, UTC) if stamp is not None else None
+
+
+def jobs_subject_rows(*, refs, texts) -> dict[str, list[dict]]:
+    """The jobs naming a person, whole, with their attempts and steps. {model label: rows}
+
+    `refs`: (kind prefix, payload key, ids): a job of a kind starting with the prefix ("" for any) whose
+    payload names one of the ids under that key. `texts`: a job whose key, payload or last error holds one;
+    looked for among the jobs not succeeded only (through job_due_idx): a job that succeeded keeps ids alone,
+    its last error cleared and a payload that carried personal data replaced (jobs.keep_payload_on_success).
+    """
+    by_ref, annotations = Q(pk__in=[]), {}
+    for number, (kind_prefix, name, ids) in enumerate(refs):
+        if ids := [str(pk) for pk in ids]:
+            annotations[f"ref{number}"] = KT(f"payload__{name}")
+            ref = Q(**{f"ref{number}__in": ids})
+            by_ref |= ref & Q(kind__startswith=kind_prefix) if kind_prefix else ref
+    # Unordered: the default order would walk the created_at index over the whole table, not scan it.
+    referring = Job.objects.annotate(**annotations).filter(by_ref).order_by().values_list("pk", flat=True)
+    named = Q(pk__in=[])
+    for text in texts:
+        named |= Q(key__icontains=text) | Q(last_error__icontains=text) | Q(payload_text__icontains=text)
+    not_succeeded = Job.objects.filter(status__in=[status for status in Job.Status if status != Job.Status.SUCCEEDED])
+    named = not_succeeded.annotate(payload_text=Cast("payload", TextField())).filter(named).order_by()
+    ids = sorted({*referring, *named.values_list("pk", flat=True)})
+    found = list(Job.objects.filter(pk__in=ids).order_by("pk").values())
+    keys = [job["key"] for job in found]
+    return {
+        Job._meta.label: found,
+        JobAttempt._meta.label: list(JobAttempt.objects.filter(job__in=ids).order_by("job_id", "number").values()),
+        JobStep._meta.label: list(JobStep.objects.filter(job_key__in=keys).order_by("pk").values()),
+    }

@@ -19,7 +19,7 @@ from django.utils import timezone
 from config.db import insert_many_on_conflict
 from jobs.dispatch import dispatch_committed, send_run_messages
 from jobs.kinds import PING_KIND
-from jobs.models import Job
+from jobs.models import Job, JobStep
 from jobs.registry import get_handler, is_batched
 from jobs.spec import JobSpec
 
@@ -148,3 +148,14 @@ def jobs_discard(*, job_ids, actor: str) -> int:
 def job_send_test(*, actor: str) -> Job:
     """A no-op job that proves web → database → broker → worker works end to end."""
     return job_enqueue(kind=PING_KIND, payload={"sent_by": actor}, key=f"{PING_KIND}:{uuid.uuid4()}")
+
+
+def jobs_subject_erase(*, job_ids) -> dict[str, int]:
+    """Delete these jobs with their attempts and steps, whatever their status: a pending one never runs.
+    A worker running one finds its row gone when it finishes, as when its lease is lost. {model label: rows}"""
+    with transaction.atomic():
+        keys = list(Job.objects.filter(pk__in=job_ids).values_list("key", flat=True))
+        counts = dict(JobStep.objects.filter(job_key__in=keys).delete()[1])
+        counts.update(Job.objects.filter(pk__in=job_ids).delete()[1])
+    logger.info("jobs_subject_erased", count=counts.get(Job._meta.label, 0))
+    return counts

@@ -45,6 +45,7 @@ class LeadAdmin(StoreScopedAdminMixin, ExportMixin, admin.ModelAdmin):
     fieldsets = (
         ("Contact", {"fields": ("first_name", "last_name", "email", "phone", "company")}),
         ("Request", {"fields": ("channel", "service_type", "message", "steps", "source_page", "utm", "client_ip")}),
+        ("Consent", {"fields": ("consent_version", "consent_text", "consented_at")}),
         ("Classification", {"fields": ("status", "category", "confidence", "classified_by", "reasoning")}),
         ("Pipedrive", {"fields": ("pipedrive_state", "pipedrive_person_id", "pipedrive_org_id", "pipedrive_lead_id")}),
         ("Prototype", {"fields": ("preview_url", "prototype_summary")}),
@@ -55,7 +56,7 @@ class LeadAdmin(StoreScopedAdminMixin, ExportMixin, admin.ModelAdmin):
     readonly_fields = (
         "channel", "client_ip", "category", "confidence", "classified_by", "reasoning", "pipedrive_state",
         "pipedrive_person_id", "pipedrive_org_id", "pipedrive_lead_id", "jobs_table", "chat_conversation", "created_at",
-        "updated_at", "prototype_summary",
+        "updated_at", "prototype_summary", "consent_version", "consent_text", "consented_at",
     )  # fmt: skip
 
     def has_delete_permission(self, request, obj=None):

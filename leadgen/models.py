@@ -60,6 +60,9 @@ class Lead(models.Model):
     utm = models.JSONField(default=dict, blank=True)
     client_ip = models.GenericIPAddressField(null=True, blank=True)
     store = models.ForeignKey("stores.Store", null=True, blank=True, on_delete=models.PROTECT)
+    consent_text = models.TextField(blank=True, help_text="The consent the person agreed to, as shown to them.")
+    consent_version = models.CharField(max_length=32, blank=True)
+    consented_at = models.DateTimeField(null=True, blank=True)
     is_test = models.BooleanField(
         default=False, help_text="Sent by a platform's testing tool: kept and marked, never delivered."
     )

@@ -13,6 +13,11 @@ def service_type_choices() -> list[tuple[str, str]]:
     return Lead.ServiceType.choices
 
 
+def channel_choices() -> list[tuple[str, str]]:
+    """The channels a lead may come through, as (value, label)."""
+    return Lead.Channel.choices
+
+
 def lead_latest_for_email(*, email: str) -> Lead | None:
     return Lead.objects.filter(email__iexact=email.strip()).order_by("-created_at").first()
 
@@ -29,11 +34,10 @@ def lead_for_processing(*, lead_id: int, fields, store_fields) -> Lead:
 
 
 def email_leads_complete_since(*, since):
-    """Email leads understood by the parser, with a phone and a store, received since `since`, by id."""
+    """Email leads understood by the parser, with a phone or an email, received since `since`, by id."""
     return (
         Lead.objects.filter(channel=Lead.Channel.EMAIL, parse_state=Lead.ParseState.PARSED, received_at__gte=since)
-        .exclude(phone="")
-        .exclude(store=None)
+        .exclude(phone="", email="")
         .order_by("pk")
     )
 
@@ -71,5 +75,19 @@ def leads_per_day_counts(*, start, end, store_ids=None) -> list[dict]:
 
 def leads_by_ids(*, lead_ids, store_id):
     """The leads behind a contact's timeline that belong to its store, newest first, with what its page shows."""
-    fields = ("channel", "lead_type", "received_at", "created_at", "email_recipient", "source_page")
+    fields = ("channel", "lead_type", "service_type", "steps", "message", "received_at", "created_at",
+              "email_recipient", "source_page")  # fmt: skip
     return Lead.objects.filter(pk__in=lead_ids, store_id=store_id).only(*fields).order_by("-created_at")
+
+
+# --- data-subject requests (privacy/) ------------------------------------------------------------
+
+
+def subject_rows(*, emails, phones) -> dict[str, list[dict]]:
+    """Every lead naming the person, whole: by email (any case), by phone (E.164), and the email leads kept
+    unparsed whose body holds one of the emails. {model label: rows}."""
+    match = Q(phone__in=phones) if phones else Q(pk__in=[])
+    for email in emails:
+        match |= Q(email__iexact=email)
+        match |= Q(channel=Lead.Channel.EMAIL, parse_state=Lead.ParseState.FAILED, raw_body__icontains=email)
+    return {Lead._meta.label: list(Lead.objects.filter(match).order_by("pk").values())}

@@ -3,11 +3,13 @@
 import phonenumbers
 from django.conf import settings
 from django.core.validators import RegexValidator
+from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from chat import services as chat_services
 from config.api import NOT_BLANK, BoundedEmailField, ExactPatternField, StrictCharField
+from leadgen.consent import CONSENT_TEXTS, CONSENT_VERSION
 from leadgen.models import Lead
 
 MAX_STEPS = 30
@@ -112,6 +114,60 @@ class StepsField(serializers.DictField):
         return steps
 
 
+@extend_schema_field(
+    {
+        "oneOf": [
+            {"type": "boolean"},
+            *(
+                {
+                    "type": "object",
+                    "properties": {
+                        "version": {"type": "string", "enum": [version]},
+                        "text": {"type": "string", "enum": [text]},
+                    },
+                    "required": ["version"],
+                    "additionalProperties": False,
+                }
+                for version, text in CONSENT_TEXTS.items()
+            ),
+        ],
+        "description": "The consent the form showed and the person agreed to: its version (and, to check it, its "
+        "text, exactly as shown), or true for the current version. The lead records the server's text of that "
+        "version and the time it arrived; false or absent records none.",
+    }
+)
+class ConsentField(serializers.Field):
+    """Consent given on the form, as the Lead fields that record it (merged into the validated data).
+
+    What is recorded is the server's text of the version named, never a text the client sends: a client that
+    sends a text must send that version's exact text, so nobody can record agreement to something else.
+    """
+
+    default_error_messages = {
+        "invalid": "Send true, or the version of the consent shown and, optionally, its text.",
+        "unknown_version": "This version of the consent is unknown: reload the page to read the current one.",
+        "other_text": "This is not the text of that version of the consent.",
+    }
+
+    def __init__(self, **kwargs):
+        super().__init__(source="*", **kwargs)
+
+    def to_internal_value(self, data):
+        if data is False:
+            return {}
+        if data is True:
+            version = CONSENT_VERSION
+        elif isinstance(data, dict) and set(data) <= {"version", "text"} and isinstance(data.get("version"), str):
+            version = data["version"]
+            if version not in CONSENT_TEXTS:
+                self.fail("unknown_version")
+            if "text" in data and data["text"] != CONSENT_TEXTS[version]:
+                self.fail("other_text")
+        else:
+            self.fail("invalid")
+        return {"consent_version": version, "consent_text": CONSENT_TEXTS[version], "consented_at": timezone.now()}
+
+
 class LeadInputSerializer(serializers.Serializer):
     firstName = StrictCharField(source="first_name", min_length=1, max_length=100, validators=[NOT_BLANK])
     lastName = StrictCharField(source="last_name", max_length=100, required=False, allow_blank=True)
@@ -127,6 +183,7 @@ class LeadInputSerializer(serializers.Serializer):
     )
     utm = UtmSerializer(required=False)
     steps = StepsField(required=False, child=serializers.JSONField())
+    consent = ConsentField(required=False, write_only=True)
     recaptchaToken = StrictCharField(max_length=4000, required=False, allow_blank=True, write_only=True)
     sessionId = ExactPatternField(
         chat_services.SESSION_ID_PATTERN,

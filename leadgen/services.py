@@ -29,6 +29,10 @@ from leadgen.serializers import MAX_STEP_KEY, MAX_STEP_TEXT, MAX_STEPS, LeadInpu
 
 logger = structlog.get_logger(__name__)
 
+# "A lead arrived": the job a qualified lead of the web form (chat-created ones included) or of a platform sets
+# off so that it joins its contact and opens an outreach task. leadgen owns the kind; crm registers its handler
+# (leadgen sits below crm and never imports it). Email leads emit crm's LeadCreated from their capture instead.
+LEAD_ARRIVED = "leadgen.lead_arrived"
 # Leads a platform sends (sources/): their people are emailed only when their source says so.
 RECEIVED_CHANNELS = frozenset(
     {Lead.Channel.FACEBOOK, Lead.Channel.GOOGLE_ADS, Lead.Channel.TYPEFORM, Lead.Channel.WEBFLOW, Lead.Channel.WEBHOOK}
@@ -142,12 +146,20 @@ def _recaptcha_check(token: str, *, client_ip: str | None) -> None:
         raise IntakeRefused(code=result.error_code, message="We could not verify that you are not a robot.")
 
 
-def lead_receive(*, fields: dict, channel: str, store_id: int | None, is_test: bool, send_confirmation: bool) -> Lead:
-    """Save a lead a platform sent as the web form's are saved once checked: the same field rules, classifier
-    and fan-out (emails to the person only with `send_confirmation`), never a prototype. A test lead is saved
-    marked and sets nothing off. Raises LeadInvalid, saving nothing.
+@dataclass(frozen=True)
+class ReceivedLead:
+    """A lead a platform sent, checked and classified, not saved yet (lead_receive_save saves it)."""
 
-    `fields`: Lead field values (RECEIVED_FIELDS). Runs in the caller's transaction when there is one.
+    fields: dict
+    classification: Classification
+
+
+def lead_receive_check(*, fields: dict) -> ReceivedLead:
+    """Check a lead a platform sent as the web form's are checked (the same field rules and classifier), or
+    raise LeadInvalid. Touches no row: called before the caller's transaction opens, so that no transaction
+    and no pooled connection is held while the classifier answers.
+
+    `fields`: Lead field values (RECEIVED_FIELDS).
     """
     values = _received_fields_check(fields)
     classification = lead_classify(
@@ -157,11 +169,25 @@ def lead_receive(*, fields: dict, channel: str, store_id: int | None, is_test: b
         name=f"{values.get('first_name', '')} {values.get('last_name', '')}".strip(),
         service_type=values.get("service_type", ""),
     )
-    with transaction.atomic():
-        lead = _lead_save(fields=values, classification=classification, channel=channel, store_id=store_id,
-                          is_test=is_test)  # fmt: skip
+    return ReceivedLead(values, classification)
+
+
+def lead_receive_save(
+    *, received: ReceivedLead, channel: str, store_id: int | None, is_test: bool, send_confirmation: bool
+) -> Lead:
+    """Save a checked lead as the web form's are saved, with its fan-out (emails to the person only with
+    `send_confirmation`), never a prototype. A test lead is saved marked and sets nothing off.
+
+    Joins the caller's transaction without a savepoint (a failure here rolls the caller's back whole), or
+    runs in its own when there is none.
+    """
+    with transaction.atomic(savepoint=False):
+        lead = _lead_save(fields=received.fields, classification=received.classification, channel=channel,
+                          store_id=store_id, is_test=is_test)  # fmt: skip
         lead_fan_out(lead=lead, send_emails=send_confirmation)
-    logger.info("lead_received", lead_id=lead.pk, channel=channel, status=lead.status, is_test=is_test)
+        transaction.on_commit(  # not for a lead the caller's transaction rolls back
+            lambda: logger.info("lead_received", lead_id=lead.pk, channel=channel, status=lead.status, is_test=is_test)
+        )
     return lead
 
 
@@ -266,6 +292,7 @@ def lead_fan_out(*, lead: Lead, send_emails: bool | None = None) -> None:
     the alert first, since one worker runs a batch in order. `send_emails`: whether the person gets our
     emails (confirmation, vendor decline); by default yes, except for a lead a platform sent, whose source
     said so when it arrived (a later fan-out cannot know, so it sends none). A test lead sets off nothing.
+    A real lead known by an email or a phone also sets off LEAD_ARRIVED (its contact and outreach task).
     """
     if lead.is_test:
         return
@@ -275,7 +302,10 @@ def lead_fan_out(*, lead: Lead, send_emails: bool | None = None) -> None:
     if lead.status == Lead.Status.VENDOR and send_emails:
         specs.append(_lead_job("leadgen.vendor_decline_email", lead))
     if lead.status == Lead.Status.LEAD:
-        specs += [_lead_job("leadgen.lead_alert", lead), _lead_job("leadgen.pipedrive_sync", lead)]
+        specs.append(_lead_job("leadgen.lead_alert", lead))
+        if settings.LEAD_IDENTITY_ENABLED and lead.channel != Lead.Channel.EMAIL and (lead.email or lead.phone):
+            specs.append(_lead_job(LEAD_ARRIVED, lead))
+        specs.append(_lead_job("leadgen.pipedrive_sync", lead))
         if send_emails:
             delay = timedelta(seconds=settings.CONFIRMATION_EMAIL_DELAY)
             specs.append(_lead_job("leadgen.confirmation_email", lead, run_after=lead.created_at + delay))
@@ -396,3 +426,12 @@ def _email_lead_failed(reparse_key: str, dedup_key: str) -> Lead | None:
     if reparse_key == dedup_key or Lead.objects.filter(dedup_key=dedup_key).exists():
         return None  # the insert below finds it
     return Lead.objects.select_for_update().filter(dedup_key=reparse_key, parse_state=Lead.ParseState.FAILED).first()
+
+
+# --- data-subject requests (privacy/) ------------------------------------------------------------
+
+
+def subject_erase(*, lead_ids) -> dict[str, int]:
+    """Delete these leads. The apps whose rows point at them erase those first; a row left pointing at one
+    (a task) refuses the delete rather than lose track of it. {model label: rows deleted}."""
+    return Lead.objects.filter(pk__in=lead_ids).delete()[1]

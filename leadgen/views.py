@@ -5,6 +5,7 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.shortcuts import render
 
+from leadgen.consent import CONSENT_TEXT, CONSENT_VERSION
 from leadgen.models import Lead
 from leadgen.routing import route_for
 
@@ -116,5 +117,7 @@ def lead_form(request):
         "services": services,
         "recaptcha_site_key": settings.RECAPTCHA_SITE_KEY,
         "recaptcha_action": settings.RECAPTCHA_ACTION,
+        "consent_text": CONSENT_TEXT,
+        "consent_version": CONSENT_VERSION,
     }
     return render(request, "leadgen/lead_form.html", context)

@@ -100,3 +100,13 @@ def prototypes_requested_counts(*, start, end, store_ids=None) -> dict:
 def prototypes_of_leads(*, lead_ids) -> list[Prototype]:
     """The prototypes of these leads (at most one each), oldest first, for a contact's page."""
     return list(Prototype.objects.filter(lead_id__in=lead_ids).order_by("created_at"))
+
+
+# --- data-subject requests (privacy/) ------------------------------------------------------------
+
+
+def subject_rows(*, lead_ids) -> dict[str, list[dict]]:
+    """The prototypes of the leads and their event logs, whole. {model label: rows}."""
+    prototypes = Prototype.objects.filter(lead__in=lead_ids).order_by("pk")
+    events = PrototypeEvent.objects.filter(prototype__lead__in=lead_ids).order_by("prototype_id", "number")
+    return {Prototype._meta.label: list(prototypes.values()), PrototypeEvent._meta.label: list(events.values())}

@@ -604,3 +604,12 @@ def _job(kind: str, prototype: Prototype, *, suffix: str = "") -> jobs.JobSpec:
 
 def _reloaded(prototype: Prototype) -> Prototype:
     return Prototype.objects.select_related("lead").get(pk=prototype.pk)
+
+
+# --- data-subject requests (privacy/) ------------------------------------------------------------
+
+
+@transaction.atomic
+def subject_erase(*, prototype_ids) -> dict[str, int]:
+    """Delete these prototypes with their event logs. {model label: rows deleted}."""
+    return Prototype.objects.filter(pk__in=prototype_ids).delete()[1]

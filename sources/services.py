@@ -1,12 +1,16 @@
 """Writes of inbound lead sources: a platform's request checked, logged and turned into leads (Facebook's
 into jobs that fetch them), a logged request replayed, and the request log's retention.
 
-A request's row is written before its leads, as failed until its processing finishes: a body whose
-processing breaks is kept, to replay. Each lead is saved with its dedup row (InboundLead, unique per
-source and platform id) in one transaction, so a platform's retry, even one arriving at the same moment,
-finds it and makes no second lead.
+A request's leads are mapped, checked and classified before any database work; then one transaction writes
+the leads, their jobs, the request's row (once, with its outcome) and the leads' dedup rows (InboundLead,
+unique per source and platform id), so a platform's retry, even one arriving at the same moment, makes no
+second lead: its dedup row is refused, its transaction rolled back, and it is answered with the first lead.
+The platform is answered only once that transaction has committed: a request whose processing breaks is
+logged as failed (kept, to replay) and answered 500, and one whose process dies on the way was answered
+nothing; either way the platform sends it again.
 """
 
+import json
 import time
 from collections.abc import Mapping
 from datetime import timedelta
@@ -66,16 +70,18 @@ def request_receive(*, source: InboundSource, headers: Mapping[str, str], body: 
         )
         logger.info("source_request_refused", source_id=source.pk, kind=source.kind)
         raise
-    request = InboundRequest.objects.create(
+    request = InboundRequest(
         source=source,
         store_id=source.store_id,
         headers=_kept_headers(headers),
         body=platforms.loggable_body(source.kind, body),
         signature_ok=True,
-        outcome=Outcome.FAILED,
-        errors={"request": ["Its processing did not finish."]},
     )
-    _request_process(request, source=source, body=body, headers=headers)
+    try:
+        _request_process(request, source=source, body=body, headers=headers)
+    except Exception:
+        _request_failed(request)
+        raise
     logger.info("source_request_received", source_id=source.pk, request_id=request.pk, outcome=request.outcome)
     return request
 
@@ -96,30 +102,83 @@ def _kept_headers(headers: Mapping[str, str]) -> dict[str, str]:
     return {name: storable_text(lowered[name])[:KEPT_HEADER_CHARS] for name in KEPT_HEADERS if lowered.get(name)}
 
 
+def _request_failed(request: InboundRequest) -> None:
+    """A new request whose processing broke, logged as failed in a transaction of its own: kept, to replay."""
+    if request.pk is not None and InboundRequest.objects.filter(pk=request.pk).exists():
+        return  # what broke came after its transaction committed
+    request.pk, request.results, request.lead = None, {}, None
+    request.outcome, request.errors = Outcome.FAILED, {"request": ["Its processing did not finish."]}
+    request.save()
+
+
 def _request_process(request, *, source, body: bytes, headers: Mapping[str, str], actor: str | None = None) -> None:
+    """A new request (not saved yet) or a replayed one: its leads made, its row written with the outcome."""
     try:
         found = platforms.submissions(source.kind, body=body, headers=headers)
     except platforms.PayloadUnreadable as unreadable:
         request.outcome, request.errors = Outcome.UNREADABLE, unreadable.fields or {"body": [unreadable.message]}
-        request.save(update_fields=["outcome", "errors"])
+        request.save(update_fields=None if request.pk is None else ["outcome", "errors"])
         return
-    # One transaction: a fetch job queued here runs once the results naming it are saved, so its own result
-    # (written under the row's lock) is never overwritten by them.
-    with transaction.atomic():
-        if actor is not None:  # a replay: a fetch job of this request may be writing its result right now
-            request.results = (
-                InboundRequest.objects.select_for_update().values_list("results", flat=True).get(pk=request.pk)
+    # Before any database work, so that no transaction is open and no pooled connection held while the
+    # classifier answers. A replay redoes only what failed.
+    checked = {
+        submission.platform_id: _lead_check(source, submission)
+        for submission in found
+        if not submission.fetch and not _done(request.results.get(submission.platform_id))
+    }
+    try:
+        _request_write(request, source, found, checked, actor=actor, find_first=False)
+    except IntegrityError:
+        # A lead of it is made already (a platform's retry, maybe one that ran alongside): its dedup row was
+        # refused and everything rolled back. Again, looking each lead up first.
+        _request_write(request, source, found, checked, actor=actor, find_first=True)
+
+
+def _done(result: dict | None) -> bool:
+    return bool(result) and result["outcome"] in DONE
+
+
+def _request_write(request, source, found, checked, *, actor: str | None, find_first: bool) -> None:
+    """One transaction, without savepoints: the leads and their jobs, the request's row with its outcome, the
+    leads' dedup rows, the fetch jobs. A lead made already fails its dedup row's INSERT (IntegrityError),
+    unless `find_first` looks each one up before making it; the request is then as it was."""
+    pk, results_before = request.pk, request.results
+    try:
+        # A fetch job queued here runs once the results naming it are saved, so its own result (written under
+        # the row's lock) is never overwritten by them.
+        with transaction.atomic():
+            if actor is not None:  # a replay: a fetch job of this request may be writing its result right now
+                request.results = (
+                    InboundRequest.objects.select_for_update().values_list("results", flat=True).get(pk=request.pk)
+                )
+            results, made, fetches = {}, {}, []
+            for submission in found:
+                platform_id = submission.platform_id
+                if _done(done := request.results.get(platform_id)):
+                    results[platform_id] = done
+                elif (submission.fetch or find_first) and (known := _known(source, platform_id)):
+                    results[platform_id] = {"outcome": Outcome.DUPLICATE, **known}
+                elif submission.fetch:
+                    results[platform_id] = {"outcome": Outcome.PENDING_FETCH}
+                    fetches.append(submission)
+                else:
+                    received, result = checked[platform_id]
+                    if received is not None:
+                        made[platform_id] = lead = _lead_write(source, submission, received)
+                        result = _made(lead, left_out=result)
+                    results[platform_id] = result
+            request.results = results
+            _request_summarize(request)
+            request.save(update_fields=None if pk is None else ["results", "outcome", "errors", "platform_id", "lead"])
+            InboundLead.objects.bulk_create(
+                InboundLead(source=source, platform_id=platform_id, lead=lead, request=request)
+                for platform_id, lead in made.items()
             )
-        results = {}
-        for submission in found:
-            done = request.results.get(submission.platform_id)
-            if done and done["outcome"] in DONE:
-                results[submission.platform_id] = done  # a replay redoes only what failed
-            else:
-                results[submission.platform_id] = _submission_receive(source, request, submission, actor=actor)
-        request.results = results
-        _request_summarize(request)
-        request.save(update_fields=["results", "outcome", "errors", "platform_id", "lead"])
+            for submission in fetches:
+                _fetch_queue(source, request, submission, actor=actor)
+    except IntegrityError:
+        request.pk, request.results = pk, results_before  # a row written by it was rolled back with it
+        raise
 
 
 def _request_summarize(request: InboundRequest) -> None:
@@ -133,36 +192,45 @@ def _request_summarize(request: InboundRequest) -> None:
     request.lead_id = next((result["lead_id"] for result in results if result.get("lead_id")), None)
 
 
-def _submission_receive(source, request, submission, *, actor: str | None) -> dict:
-    """One lead of a request: found again, queued for its fetch, or made. Its result for request.results."""
-    if known := _known(source, submission.platform_id):
-        return {"outcome": Outcome.DUPLICATE, **known}
-    if submission.fetch:
-        _fetch_queue(source, request, submission, actor=actor)
-        return {"outcome": Outcome.PENDING_FETCH}
-    return _lead_make(source, request, submission)
-
-
 def _known(source, platform_id: str) -> dict | None:
     row = InboundLead.objects.filter(source=source, platform_id=platform_id).values("lead_id", "lead__public_id")
     row = row.first()
     return {"lead_id": row["lead_id"], "lead": str(row["lead__public_id"])} if row else None
 
 
-def _lead_make(source, request, submission) -> dict:
+def _lead_check(source, submission) -> tuple[lead_services.ReceivedLead | None, dict]:
+    """The lead mapped, checked and classified, and the fields left out of it; or None and its result
+    (unreadable, invalid). The person is gone by now and cannot correct a field, so an optional one that fails
+    the web form's check is left out (and recorded); without a valid first name and email there is no lead."""
     try:
         fields = _lead_fields(source, submission)
     except platforms.PayloadUnreadable as unreadable:
-        return {"outcome": Outcome.UNREADABLE, "errors": unreadable.fields or {"body": [unreadable.message]}}
+        return None, {"outcome": Outcome.UNREADABLE, "errors": unreadable.fields or {"body": [unreadable.message]}}
+    left_out = {}
     try:
-        lead, left_out = _lead_save(source, request, submission, fields)
+        return lead_services.lead_receive_check(fields=fields), left_out
     except lead_services.LeadInvalid as invalid:
-        return {"outcome": Outcome.INVALID, "errors": invalid.fields}
-    except IntegrityError:
-        # The same lead, saved by a request that ran alongside this one: its transaction rolled this one back.
-        if known := _known(source, submission.platform_id):
-            return {"outcome": Outcome.DUPLICATE, **known}
-        raise
+        if set(invalid.fields) & lead_services.received_required_fields():
+            return None, {"outcome": Outcome.INVALID, "errors": invalid.fields}
+        left_out = invalid.fields
+    kept = {name: value for name, value in fields.items() if name not in left_out}
+    try:
+        return lead_services.lead_receive_check(fields=kept), left_out
+    except lead_services.LeadInvalid as invalid:
+        return None, {"outcome": Outcome.INVALID, "errors": invalid.fields}
+
+
+def _lead_write(source, submission, received):
+    return lead_services.lead_receive_save(
+        received=received,
+        channel=CHANNELS[source.kind],
+        store_id=source.store_id,
+        is_test=submission.is_test,
+        send_confirmation=source.send_confirmation,
+    )
+
+
+def _made(lead, *, left_out: dict) -> dict:
     made = {
         "outcome": Outcome.TEST if lead.is_test else Outcome.CREATED,
         "lead_id": lead.pk,
@@ -171,30 +239,21 @@ def _lead_make(source, request, submission) -> dict:
     return {**made, "errors": left_out} if left_out else made
 
 
-def _lead_save(source, request, submission, fields) -> tuple:
-    """The lead and its dedup row, and the fields left out of it. The person is gone by now and cannot correct
-    a field, so an optional one that fails the web form's check is left out (and recorded); without a valid
-    first name and email there is no lead to make (LeadInvalid)."""
+def _lead_make(source, request, submission) -> dict:
+    """A lead fetched from its platform made, with its dedup row; its result for its request's results."""
+    received, result = _lead_check(source, submission)
+    if received is None:
+        return result
     try:
-        return _lead_save_once(source, request, submission, fields), {}
-    except lead_services.LeadInvalid as invalid:
-        if set(invalid.fields) & lead_services.received_required_fields():
-            raise
-        kept = {name: value for name, value in fields.items() if name not in invalid.fields}
-        return _lead_save_once(source, request, submission, kept), invalid.fields
-
-
-def _lead_save_once(source, request, submission, fields):
-    with transaction.atomic():
-        lead = lead_services.lead_receive(
-            fields=fields,
-            channel=CHANNELS[source.kind],
-            store_id=source.store_id,
-            is_test=submission.is_test,
-            send_confirmation=source.send_confirmation,
-        )
-        InboundLead.objects.create(source=source, platform_id=submission.platform_id, lead=lead, request=request)
-    return lead
+        with transaction.atomic():
+            lead = _lead_write(source, submission, received)
+            InboundLead.objects.create(source=source, platform_id=submission.platform_id, lead=lead, request=request)
+    except IntegrityError:
+        # The same lead, made by another run alongside this one: its dedup row refused this one's.
+        if known := _known(source, submission.platform_id):
+            return {"outcome": Outcome.DUPLICATE, **known}
+        raise
+    return _made(lead, left_out=result)
 
 
 def _lead_fields(source, submission) -> dict:
@@ -323,3 +382,36 @@ def requests_retention_run(*, job_key: str, part: int) -> int:
         jobs.enqueue(RETENTION_KIND, {"part": part + 1}, key=f"{job_key.split('#', 1)[0]}#{part + 1}")
     logger.info("sources_retention_done", deleted=deleted, part=part)
     return deleted
+
+
+# --- data-subject requests (privacy/) ------------------------------------------------------------
+
+
+def subject_erase(*, lead_ids, request_ids, texts) -> dict[str, int]:
+    """Drop the person from the request log: the leads' platform ids are deleted; each logged request keeps
+    its fact (when, which source, outcome) and loses its body when the body names one of `texts` or every
+    lead it made is theirs, and each lead fetched from the platform that is theirs. A body is one platform
+    document: it is cleared whole, never edited. {model label: rows deleted or cleared}."""
+    lead_ids = set(lead_ids)
+    counts = dict(InboundLead.objects.filter(lead__in=lead_ids).delete()[1])
+    cleared = []
+    for request in InboundRequest.objects.select_for_update().filter(pk__in=request_ids).order_by("pk"):
+        theirs = {pid for pid, result in request.results.items() if result.get("lead_id") in lead_ids}
+        made = {pid for pid, result in request.results.items() if result.get("lead_id")}
+        fetched = {
+            pid: lead
+            for pid, lead in request.fetched.items()
+            if pid not in theirs and not _names(json.dumps(lead, ensure_ascii=False), texts)
+        }
+        body = "" if _names(request.body, texts) or (made and made <= theirs) else request.body
+        if (body, fetched) != (request.body, request.fetched):
+            request.body, request.fetched = body, fetched
+            cleared.append(request)
+    InboundRequest.objects.bulk_update(cleared, ["body", "fetched"])
+    counts[InboundRequest._meta.label] = len(cleared)
+    return counts
+
+
+def _names(text: str, texts) -> bool:
+    folded = text.casefold()
+    return any(name.casefold() in folded for name in texts)

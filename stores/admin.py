@@ -19,7 +19,7 @@ class StoreForm(forms.ModelForm):
         model = Store
         fields = (
             "franchise", "name", "account_id", "store_uuid", "lead_email", "tracking_id", "timezone",
-            "quiet_hours_start", "quiet_hours_end", "is_active", "staff",
+            "quiet_hours_start", "quiet_hours_end", "reassign_overdue", "is_active", "staff",
         )  # fmt: skip
 
     def clean_staff(self):

@@ -39,6 +39,9 @@ class Store(models.Model):
     quiet_hours_start = models.TimeField(default=time(21, 0))
     quiet_hours_end = models.TimeField(default=time(8, 0))
     is_active = models.BooleanField(default=True)
+    reassign_overdue = models.BooleanField(
+        default=False, help_text="A task past its due time without a response goes to the next rep on shift."
+    )
     # Staff see only the rows of the stores they are assigned to (stores.scoping).
     staff = models.ManyToManyField(
         settings.AUTH_USER_MODEL,

@@ -19,6 +19,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from config.db import fetch_models, storable_text, update_many
+from crm import services as crm_services
 from crm.redaction import redact
 from integrations.kapa.client import MAX_QUESTIONS
 from tracking.models import TrackedUser
@@ -118,7 +119,9 @@ def tracked_user_sign_in(
     """Record a sign-in through the docs login or the MCP server, creating the user on first sight.
 
     Empty claims keep what is stored (an MCP token may carry fewer claims than
-    the docs login); the channel of this sign-in becomes `last_channel`.
+    the docs login); the channel of this sign-in becomes `last_channel`. A docs
+    sign-in that gives an email (the docs login passes only a verified one) joins
+    the shared pool's contact of that email, the sign-in on its timeline.
     """
     at = at or timezone.now()
     given_name, family_name, org_name = map(storable_text, (given_name, family_name, org_name))
@@ -139,6 +142,11 @@ def tracked_user_sign_in(
             user.mcp_client = mcp_client_name(client_name=client_name, user_agent=user_agent)
         _touch(user, at)
         user.save()
+        if channel == TrackedUser.Channel.DOCS_LOGIN and valid_email and email:
+            crm_services.docs_sign_in_record(
+                tracked_user_id=user.pk, email=email, first_name=user.given_name, last_name=user.family_name,
+                company=user.company, at=at,
+            )  # fmt: skip
     return user
 
 

@@ -144,3 +144,15 @@ def circuit_breakers() -> dict[str, dict]:
 
     name = LEAD_WRITE_BREAKER
     return {name: {"state": jobs.circuit_state(name), "opened_at": jobs.circuit_opened_at(name)}}
+
+
+# --- data-subject requests (privacy/) ------------------------------------------------------------
+
+
+def subject_rows(*, emails) -> dict[str, list[dict]]:
+    """The signed-in docs and MCP users with one of the emails (any case), whole: everything captured about
+    each lives on its row. {model label: rows}."""
+    users = TrackedUser.objects.none()
+    for email in emails:
+        users |= TrackedUser.objects.filter(email__iexact=email)
+    return {TrackedUser._meta.label: list(users.order_by("pk").values())}

@@ -27,6 +27,7 @@ from config.db import describe_db_error
 from crm.events import lead_created_emit
 from integrations.imap import FetchedMessage, ImapClient, MailboxSettings
 from leadgen import services as lead_services
+from tracking.models import TrackedUser
 from tracking.parsing import (
     HEADER_MAX_BYTES,
     ParsedLeadEmail,
@@ -351,3 +352,12 @@ def mailbox_polls_enqueue(*, mailbox_names: list[str]):
 def sessions_clear_expired() -> None:
     """What `manage.py clearsessions` does, for beat: the session engine deletes its expired sessions."""
     import_module(settings.SESSION_ENGINE).SessionStore.clear_expired()
+
+
+# --- data-subject requests (privacy/) ------------------------------------------------------------
+
+
+def subject_erase(*, user_ids) -> dict[str, int]:
+    """Delete these tracked users, with everything captured about them (all on their rows). {model label: rows
+    deleted}."""
+    return TrackedUser.objects.filter(pk__in=user_ids).delete()[1]

@@ -7,7 +7,7 @@ from django.urls import reverse
 
 from backoffice import dashboard
 from backoffice.charts import stacked_bars_svg
-from stores.scoping import store_ids_for, stores_visible
+from stores.scoping import sees_every_store, store_ids_for, stores_visible
 
 register = template.Library()
 
@@ -17,6 +17,10 @@ DEFAULT_DAYS = 30
 
 def _link(name: str, **params) -> str:
     return f"{reverse(name)}?{urlencode({k: v for k, v in params.items() if v not in (None, '')})}"
+
+
+def _owned_by(user_id) -> dict:
+    return {"assigned_to__id__exact": user_id} if user_id is not None else {"assigned_to__isnull": "True"}
 
 
 def _chosen(request):
@@ -48,6 +52,8 @@ def backoffice_dashboard(context):
          ("chats", "chat.view_chatsession"), ("first_response", "crm.view_task"), ("delivery_health", "jobs.view_job"))
         if user.has_perm(permission)
     }  # fmt: skip
+    if "first_response" in sections and (sees_every_store(user) or user.has_perm("crm.view_repprofile")):
+        sections.add("reps")  # each rep's figures: for managers
     figures = dashboard.figures(period=period, store_ids=store_ids, sections=sections)
     out["computed_at"] = figures["computed_at"]
     # The prototypes list has no store filter (it shows the user's stores): linked when no one store is chosen.
@@ -91,6 +97,11 @@ def backoffice_dashboard(context):
             "within": _link("admin:crm_task_changelist", **due, sla="met"),
             "overdue": _link("admin:crm_task_changelist", **tasks, due="overdue"),
         }
+    if "reps" in figures:
+        out["show_reps"] = True
+        out["reps"] = [
+            (rep, _link("admin:crm_task_changelist", **due, **_owned_by(rep.user_id))) for rep in figures["reps"]
+        ]
     if "delivery_health" in figures:
         health = figures["delivery_health"]
         out["health"] = health

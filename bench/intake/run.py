@@ -43,7 +43,13 @@ RESULTS = ROOT / "bench" / "intake" / "results.json"
 BIN = Path(sys.executable).parent
 INTAKE_PATH = "/api/leads"
 BARE_PATH = "/bench/bare-leads"
-JOBS_PER_LEAD = 3  # lead_alert, pipedrive_sync, confirmation_email (leadgen.services.lead_fan_out)
+# leadgen.services.lead_fan_out: lead_alert, pipedrive_sync, confirmation_email, and lead_arrived (the lead's
+# contact and outreach task) unless LEAD_IDENTITY_ENABLED is off (read as django-environ reads a bool).
+TRUE_WORDS = {"true", "on", "ok", "y", "yes", "1"}
+
+
+def jobs_per_lead(env) -> int:
+    return 3 + (env.get("LEAD_IDENTITY_ENABLED", "true").strip().lower() in TRUE_WORDS)
 
 
 def parse_args():
@@ -434,7 +440,7 @@ def run_phase(server, *, scenario, round_no, endpoint, concurrency, meter):
         check["passed"] = (
             check["lead_rows"] == ok_total
             and check["llm_classified_rows"] == ok_total
-            and check["job_rows"] == JOBS_PER_LEAD * ok_total
+            and check["job_rows"] == jobs_per_lead(server.env) * ok_total
         )
     else:
         check["passed"] = check["lead_rows"] == ok_total
@@ -576,7 +582,28 @@ def profile(count):
                 "queries": round(len(queries.captured_queries) / count, 2),
                 "parts_cpu_us": parts,
             }
+        out["identity_ab"] = identity_ab(client, count)
     return out
+
+
+def identity_ab(client, count):
+    """Intake's CPU per request with the identity step's job (LEAD_IDENTITY_ENABLED) and without, interleaved
+    request by request in this process so that both see the same host speed; `ratio`: the rate with the step
+    over the rate without it (CPU without over CPU with)."""
+    from django.test import override_settings
+
+    spent = {True: 0.0, False: 0.0}
+    for n in range(count):
+        for enabled in (True, False) if n % 2 else (False, True):
+            with override_settings(LEAD_IDENTITY_ENABLED=enabled):
+                started = time.process_time()
+                response = client.post(INTAKE_PATH, payload(f"prof-identity-{enabled}", n),
+                                       content_type="application/json")  # fmt: skip
+                spent[enabled] += time.process_time() - started
+            if response.status_code != 200:
+                raise BenchError(f"profile {INTAKE_PATH}: HTTP {response.status_code}: {response.content[:300]!r}")
+    on, off = (round(spent[enabled] / count * 1e6) for enabled in (True, False))
+    return {"on_cpu_us": on, "off_cpu_us": off, "ratio": round(off / on, 3)}
 
 
 LABELS = {
@@ -585,18 +612,22 @@ LABELS = {
     "is_valid": "LeadInputSerializer validation",
     "lead_classify": "LLM call (integrations.llm on HttpClient over urllib3, HTTP round trip to the fake)",
     "lead_create": "lead_create's own: BEGIN/COMMIT, building the row",
-    "lead_fan_out": "lead_fan_out + jobs.enqueue_many less the INSERT: building the 3 jobs",
-    "insert_many_on_conflict": "INSERT of the 3 jobs (one INSERT … ON CONFLICT … RETURNING)",
+    "lead_fan_out": "lead_fan_out + jobs.enqueue_many less the INSERT: building the 4 jobs",
+    "insert_many_on_conflict": "INSERT of the 4 jobs (one INSERT … ON CONFLICT … RETURNING)",
     "submit": "after commit: the run message (jobs.run_many) published to Redis, here at commit",
 }
 
 
 def print_profile(name, prof):
     print(f"\n{name}: in-process CPU, one request at a time, daphne stopped ({ARGS.profile_count} requests each):")
-    for endpoint, p in prof.items():
+    for endpoint in ("bare", "intake"):
+        p = prof[endpoint]
         print(f"  {endpoint:<6} CPU {p['cpu_us']:>6} us/req, wall {p['wall_us']:>6} us/req, {p['queries']} queries/req")
         for name, us in sorted(p["parts_cpu_us"].items(), key=lambda kv: -kv[1]):
             print(f"      {us:>6} us  {LABELS.get(name, name)}")
+    if ab := prof.get("identity_ab"):
+        print(f"  intake with the identity step's job {ab['on_cpu_us']} us/req, without {ab['off_cpu_us']} us/req "
+              f"(interleaved): rate ratio {ab['ratio']} (target >= 0.9)")  # fmt: skip
 
 
 # --- main ------------------------------------------------------------------------------------------

@@ -1,15 +1,18 @@
 /* The lead form at `/` (templates/leadgen/lead_form.html): three steps, then one JSON POST to
- * /api/leads (leadgen/serializers.py), with inline errors from the API's `error.fields`. */
+ * /api/leads (leadgen/serializers.py), with inline errors from the API's `error.fields`. The consent box
+ * must be ticked; the request names the version and the text the page showed, which the server checks. */
 (() => {
   "use strict";
 
   const CONTACT_FIELDS = ["firstName", "lastName", "email", "phone", "company", "message"];
-  const INLINE_FIELDS = ["serviceType", ...CONTACT_FIELDS];
+  const FIELDS_WITH_ERRORS = [...CONTACT_FIELDS, "consent"];
+  const INLINE_FIELDS = ["serviceType", ...FIELDS_WITH_ERRORS];
   const UTM_KEYS = ["source", "medium", "campaign", "term", "content"];
   const NETWORK_ERROR = "We could not reach our server. Please check your connection and send again.";
   const SERVER_ERROR = "Something went wrong on our side. Please try again in a moment.";
   const RECAPTCHA_ERROR = "Our spam check could not run. Please reload the page and try again.";
   const THROTTLED = "You have sent several requests in a short time.";
+  const CONSENT_MISSING = "Tick this box so that we may keep your details to answer you.";
 
   const form = document.getElementById("lead-form");
   const steps = [...form.querySelectorAll(".step")];
@@ -18,6 +21,8 @@
   const primaryButton = form.querySelector("[data-primary]");
   const generalError = document.getElementById("lead-form-error");
   const success = document.getElementById("lead-form-success");
+  const consent = form.elements.consent;
+  const consentText = document.getElementById("field-consent-text");
   const { recaptchaSiteKey, recaptchaAction } = form.dataset;
 
   // Where the visitor came from and the campaign of the link they followed, captured once.
@@ -121,6 +126,7 @@
     const body = { serviceType: selectedService(), steps: stepAnswers(), sourcePage };
     for (const name of CONTACT_FIELDS) body[name] = form.elements[name].value.trim();
     if (Object.keys(utm).length > 0) body.utm = utm;
+    body.consent = { version: consent.value, text: consentText.textContent };
     return body;
   }
 
@@ -148,7 +154,13 @@
 
   async function send() {
     clearGeneralError();
-    CONTACT_FIELDS.forEach(clearFieldError);
+    FIELDS_WITH_ERRORS.forEach(clearFieldError);
+    if (!consent.checked) {
+      setFieldError("consent", [CONSENT_MISSING]);
+      showGeneralError("Please correct the highlighted fields.");
+      consent.focus();
+      return;
+    }
     const fields = JSON.stringify(payload());
     if (!attempt || attempt.fields !== fields) {
       let token;
@@ -197,7 +209,7 @@
     }
     const others = [];
     for (const [name, messages] of Object.entries(error.fields)) {
-      if (CONTACT_FIELDS.includes(name)) setFieldError(name, flatten(messages));
+      if (FIELDS_WITH_ERRORS.includes(name)) setFieldError(name, flatten(messages));
       else others.push(...flatten(messages));
     }
     showGeneralError(others.length > 0 ? others.join(" ") : "Please correct the highlighted fields.");

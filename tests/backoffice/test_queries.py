@@ -19,7 +19,7 @@ PAGES = {
     "admin:tracking_emaillead_changelist": 11,
     "admin:jobs_job_changelist": 8,
     "admin:stores_store_changelist": 10,
-    "admin:crm_task_queue": 6,
+    "admin:crm_task_queue": 7,  # and the signed-in rep's profile (the away switch)
     "admin:index": 17,
 }
 

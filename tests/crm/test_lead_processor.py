@@ -61,7 +61,7 @@ def test_a_new_contact_starts_as_a_new_lead_with_an_outreach_task_and_a_timeline
     )  # fmt: skip
     assert (event.occurred_at, event.actor_type) == (NOON, "lead_webhook")
     assert event.idempotency_key == f"lead.created:{lead.pk}"
-    assert event.new_value == {"leadType": "Web Lead", "firstName": "Jane", "lastName": "Doe"}
+    assert event.new_value == {"channel": "email", "leadType": "Web Lead", "firstName": "Jane", "lastName": "Doe"}
 
 
 def test_a_lead_at_night_is_due_when_the_store_opens(make_lead):
@@ -134,12 +134,12 @@ def test_the_handler_runs_the_processor_and_dead_letters_what_it_cannot_process(
     job.refresh_from_db()
     assert job.status == Job.Status.SUCCEEDED and Contact.objects.count() == 1
 
-    incomplete = make_lead(store=None, franchise="", phone="+14155550199")
+    incomplete = make_lead(phone="")  # nothing to know the person by
     broken = jobs.enqueue(LEAD_CREATED, {"lead_id": incomplete.pk}, key=lead_created_key(incomplete.pk))
     missing = jobs.enqueue(LEAD_CREATED, {"lead_id": 10**9}, key=lead_created_key(10**9))
     for dead in (broken, missing):
         jobs.run_now(dead.pk)
         dead.refresh_from_db()
         assert dead.status == Job.Status.DEAD and dead.attempts == 1
-    assert broken.last_error == f"permanent: lead {incomplete.pk} lacks franchise, store"
+    assert broken.last_error == f"permanent: lead {incomplete.pk} lacks phone or email"
     assert missing.last_error == f"permanent: lead {10**9} does not exist"

@@ -117,6 +117,7 @@ def test_a_lead_is_saved_and_its_side_effects_queued(client):
     assert lead_job_kinds(lead.pk) == [
         "leadgen.confirmation_email",
         "leadgen.lead_alert",
+        "leadgen.lead_arrived",  # its contact and outreach task (crm)
         "leadgen.pipedrive_sync",
     ]
     email_job = Job.objects.get(kind="leadgen.confirmation_email")
@@ -132,12 +133,14 @@ def test_a_new_lead_and_its_jobs_are_two_inserts_and_one_run_message(client, dja
     # The test's own transaction turns lead_create's BEGIN/COMMIT into SAVEPOINT/RELEASE.
     ignored = ("SELECT", "SAVEPOINT", "RELEASE")
     writes = [q["sql"].split()[0] for q in queries.captured_queries if not q["sql"].startswith(ignored)]
-    assert writes == ["INSERT", "INSERT"], "the lead, then its three jobs in one statement"
+    assert writes == ["INSERT", "INSERT"], "the lead, then its four jobs in one statement"
     assert len(callbacks) == 1, "one after-commit callback publishes the due jobs"
     lead = Lead.objects.get(public_id=response.json()["leadId"])
     assert lead.pipedrive_state == Lead.PipedriveState.PENDING
     dispatched = Job.objects.filter(key__endswith=f":{lead.pk}", dispatched_at__isnull=False)
-    assert sorted(dispatched.values_list("kind", flat=True)) == ["leadgen.lead_alert", "leadgen.pipedrive_sync"]
+    assert sorted(dispatched.values_list("kind", flat=True)) == [
+        "leadgen.lead_alert", "leadgen.lead_arrived", "leadgen.pipedrive_sync",
+    ]  # fmt: skip
 
 
 @pytest.mark.parametrize(

@@ -7,11 +7,12 @@ import pytest
 from playwright.sync_api import expect
 
 from jobs.models import Job
+from leadgen.consent import CONSENT_TEXT
 from leadgen.models import Lead
 
 pytestmark = pytest.mark.browser
 
-LEAD_JOBS = ["leadgen.confirmation_email", "leadgen.lead_alert", "leadgen.pipedrive_sync"]
+LEAD_JOBS = ["leadgen.confirmation_email", "leadgen.lead_alert", "leadgen.lead_arrived", "leadgen.pipedrive_sync"]
 RECAPTCHA_STUB = """
 window.grecaptcha = {
   ready: (callback) => callback(),
@@ -40,6 +41,7 @@ def fill_contact(page, *, first_name="Grace", email="grace@hopper.example", phon
     page.get_by_label("First name").fill(first_name)
     page.get_by_label("Work email").fill(email)
     page.get_by_label("Phone").fill(phone)
+    page.get_by_role("checkbox", name=CONSENT_TEXT).check()
 
 
 def expect_success(page, first_name="Grace"):
@@ -76,6 +78,7 @@ def test_a_visitor_sends_the_form_and_becomes_a_lead(browser_page, live_server):
     page.get_by_label("Phone").fill("+1 415 555 0100")
     page.get_by_label("Company").fill("Analytical Engines")
     page.get_by_label("What would you like to achieve?").fill("Two engineers to build our data pipeline.")
+    page.get_by_role("checkbox", name=CONSENT_TEXT).check()
     page.get_by_role("button", name="Send request").click()
 
     expect_success(page, "Ada")
@@ -171,6 +174,13 @@ def test_the_form_works_with_the_keyboard_alone(browser_page):
     page.keyboard.press("Tab")
     page.keyboard.press("Tab")
     page.keyboard.type("grace@hopper.example")
+    for _ in range(4):  # phone, company, message, the consent box
+        page.keyboard.press("Tab")
+    expect(page.get_by_role("checkbox", name=CONSENT_TEXT)).to_be_focused()
+    page.keyboard.press("Space")
+    page.keyboard.press("Tab")  # Back
+    page.keyboard.press("Tab")
+    expect(page.get_by_role("button", name="Send request")).to_be_focused()
     page.keyboard.press("Enter")
 
     expect_success(page)

@@ -44,7 +44,8 @@ SIGNATURE_HEADERS = {
     "webflow": ["x-webflow-signature"],
     "generic": ["webhook-signature"],
 }
-DELIVERY = ["leadgen.lead_alert", "leadgen.pipedrive_sync"]
+# Alerted, joined to its contact with an outreach task (crm), sent to Pipedrive.
+DELIVERY = ["leadgen.lead_alert", "leadgen.lead_arrived", "leadgen.pipedrive_sync"]
 
 
 def lead_jobs(lead_obj):
@@ -73,7 +74,7 @@ def test_a_signed_lead_becomes_one_classified_lead_of_the_sources_store_with_its
     )  # fmt: skip
     assert (made.channel, made.store, made.is_test) == (CHANNELS[kind], downtown, False)
     assert (made.status, made.classified_by, made.pipedrive_state) == ("lead", "rules", "pending")
-    assert lead_jobs(made) == DELIVERY, "alerted and sent to Pipedrive; no confirmation unless the source says so"
+    assert lead_jobs(made) == DELIVERY, "no confirmation unless the source says so"
     assert set(Job.objects.filter(kind__in=DELIVERY).values_list("store_id", flat=True)) == {downtown.pk}
     assert not Lead.objects.filter(prototype__isnull=False).exists()
     logged = InboundRequest.objects.get()
@@ -154,7 +155,7 @@ def test_the_same_platform_id_twice_is_one_lead(client, make_source, kind):
 
     assert (first.status_code, again.status_code) == (200, 200)
     assert first.json()["leads"] == again.json()["leads"]
-    assert Lead.objects.count() == 1 and len(lead_jobs(Lead.objects.get())) == 2
+    assert Lead.objects.count() == 1 and len(lead_jobs(Lead.objects.get())) == len(DELIVERY)
     outcomes = list(InboundRequest.objects.order_by("pk").values_list("outcome", flat=True))
     assert outcomes == ["created", "duplicate"]
 
@@ -414,5 +415,5 @@ def test_a_retry_arriving_while_the_first_is_still_processed_is_one_lead(live_se
     assert [answer.status_code for answer in answers] == [200, 200]
     assert answers[0].json()["leads"] == answers[1].json()["leads"]
     made = Lead.objects.get()
-    assert made.classified_by == "llm" and len(lead_jobs(made)) == 2
+    assert made.classified_by == "llm" and len(lead_jobs(made)) == len(DELIVERY)
     assert sorted(InboundRequest.objects.values_list("outcome", flat=True)) == ["created", "duplicate"]

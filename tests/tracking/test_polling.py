@@ -81,7 +81,7 @@ def test_polling_creates_leads_contacts_tasks_and_timeline_events(mailbox, make_
     assert (event.event_type, event.occurred_at, event.idempotency_key) == (
         "lead.created", ARRIVED, f"lead.created:{jane.pk}",
     )  # fmt: skip
-    assert event.new_value == {"leadType": "Web Lead", "firstName": "Jane", "lastName": "Doe"}
+    assert event.new_value == {"channel": "email", "leadType": "Web Lead", "firstName": "Jane", "lastName": "Doe"}
 
     second = poll()
     assert (second.found, second.captured) == (0, 0), "a second poll finds nothing new"
@@ -114,32 +114,51 @@ def test_since_limits_a_backfill_to_recent_messages(mailbox, make_store, capsys)
     assert "env: 1 found, 1 captured (0 failed to parse), 0 parked for retry, 0 left unseen" in capsys.readouterr().out
 
 
-def test_a_lead_without_a_store_is_saved_and_says_what_is_missing(mailbox, caplog):
+def test_a_lead_without_a_store_joins_the_shared_pool(mailbox, caplog):
     caplog.set_level(logging.INFO)
-    mailbox.deliver(lead_message(first="Jane", last="Doe", phone="(415) 555-0132", tracking_id="NOPE"))
+    mailbox.deliver(
+        lead_message(first="Jane", last="Doe", phone="(415) 555-0132", tracking_id="NOPE"), received_at=ARRIVED
+    )
 
     poll()
 
     lead = Lead.objects.get()
     assert lead.parse_state == "parsed" and lead.store is None and lead.phone == "+14155550132"
-    assert not Job.objects.filter(kind=LEAD_CREATED).exists()
-    [skipped] = [r.msg for r in caplog.records if isinstance(r.msg, dict) and r.msg["event"] == "lead_created_skipped"]
-    assert skipped["missing"] == ["franchise", "account_id", "store"] and skipped["lead_id"] == lead.pk
+    assert run_jobs(LEAD_CREATED) == 1
+    contact = Contact.objects.get()
+    assert (contact.phone, contact.store, contact.first_name) == ("+14155550132", None, "Jane")
+    task = Task.objects.get()
+    assert (task.source_lead, task.contact, task.store) == (lead, contact, None)
+    assert task.due_at == ARRIVED + timedelta(minutes=5), "the shared pool's quiet hours (New York) are over"
     for personal in ("5550132", "Jane", "Doe", "studio0421", "otf-mail"):
         assert personal not in caplog.text, "no personal data in logs"
 
 
-def test_a_lead_without_a_phone_is_saved_without_leadcreated(mailbox, make_store, caplog):
-    caplog.set_level(logging.INFO)
-    make_store()
-    mailbox.deliver(lead_message(first="Pat", phone="", email="pat@example.com"), received_at=ARRIVED)
+def test_a_lead_without_a_phone_joins_the_contact_of_its_email(mailbox, make_store):
+    store = make_store()
+    mailbox.deliver(lead_message(first="Pat", phone="", email="Pat@Example.com"), received_at=ARRIVED)
 
     poll()
 
     lead = Lead.objects.get()
     assert lead.dedup_key == "studio0421@otf-mail.example.com#2026-03-16T18:05:09Z"
+    assert run_jobs(LEAD_CREATED) == 1
+    contact = Contact.objects.get()
+    assert (contact.email, contact.phone, contact.store, contact.first_name) == ("pat@example.com", "", store, "Pat")
+    assert Task.objects.get().source_lead == lead
+
+
+def test_a_lead_without_a_phone_or_an_email_is_saved_without_leadcreated(mailbox, make_store, caplog):
+    caplog.set_level(logging.INFO)
+    make_store()
+    mailbox.deliver(lead_message(first="Pat", phone=""), received_at=ARRIVED)
+
+    poll()
+
+    lead = Lead.objects.get()
+    assert lead.parse_state == "parsed" and lead.first_name == "Pat"
     assert not Job.objects.filter(kind=LEAD_CREATED).exists()
-    assert any(isinstance(r.msg, dict) and r.msg.get("missing") == ["phone"] for r in caplog.records)
+    assert any(isinstance(r.msg, dict) and r.msg.get("missing") == ["phone or email"] for r in caplog.records)
 
 
 def test_messages_are_read_in_uid_batches_within_a_time_budget(mailbox, make_store, settings):

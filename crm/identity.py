@@ -1,0 +1,142 @@
+"""Who someone is: the contact of their store, or of the shared pool, known by the same email or phone.
+
+A contact is matched on two keys, each within the lead's store (leads of no store share one pool):
+- the email, trimmed and lower-cased;
+- the phone, as E.164.
+No match: a new contact. One contact matches: it gains what it lacks (a missing email, phone, name, company),
+nothing it has is overwritten, and its last activity only moves forward. The email matches one contact and the
+phone another: the email's contact, and the other stays as it is, a likely duplicate for staff to merge.
+
+Concurrent arrivals for one person make one contact: before the lookup, the transaction takes an advisory lock
+on each of its keys (store, email) and (store, phone), in one global order, so two resolutions sharing a key run
+one after the other and the second finds what the first wrote. Whoever writes a contact's email or phone holds
+that key's lock (`identity_lock`); the partial unique indexes of Contact are the backstop.
+"""
+
+import hashlib
+from dataclasses import dataclass
+from datetime import datetime
+
+import phonenumbers
+from django.conf import settings
+from django.db import connection
+from django.db.models import Case, DateTimeField, F, Q, Value, When
+from django.db.models.functions import Coalesce, Greatest
+from django.utils import timezone
+
+from crm.models import Contact
+
+# Filled when empty, never overwritten; the email and the phone only when no other contact of the store has them.
+FILLED_FIELDS = ("email", "phone", "first_name", "last_name", "company", "franchise", "account_id")
+
+
+def email_key(text: str) -> str:
+    """The email as contacts are matched on: trimmed and lower-cased ("" for none)."""
+    return text.strip().lower()
+
+
+def phone_key(text: str) -> str:
+    """The phone as E.164 (read in PHONE_DEFAULT_REGION without a +country), "" when it is not a phone number."""
+    text = text.strip()
+    if not text:
+        return ""
+    try:
+        number = phonenumbers.parse(text, settings.PHONE_DEFAULT_REGION)
+    except phonenumbers.NumberParseException:
+        return ""
+    if not phonenumbers.is_possible_number(number):
+        return ""
+    return phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.E164)
+
+
+@dataclass(frozen=True)
+class Person:
+    """What an arrival says about someone; `email` and `phone` already normalized (email_key, phone_key)."""
+
+    email: str = ""
+    phone: str = ""
+    first_name: str = ""
+    last_name: str = ""
+    company: str = ""
+    franchise: str = ""
+    account_id: str = ""
+
+    def values(self) -> dict[str, str]:
+        """The contact's columns, each cut to its length (a docs reader's name may be longer than a lead's)."""
+        return {name: getattr(self, name)[: Contact._meta.get_field(name).max_length] for name in FILLED_FIELDS}
+
+
+def _lock_id(store_id: int | None, kind: str, value: str) -> int:
+    # A signed 64-bit id from a stable digest: Python's hash() differs per process.
+    digest = hashlib.blake2b(f"crm.contact:{store_id or 'pool'}:{kind}:{value}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
+
+def identity_lock(*, store_id: int | None, emails=(), phones=()) -> None:
+    """Lock these keys of the store (None: the shared pool) until the transaction ends.
+
+    In ascending order of the lock ids, so two transactions never wait on each other's second key. PostgreSQL
+    only; SQLite (the zero-setup run) lets one writer at a time in anyway.
+    """
+    ids = sorted(
+        {_lock_id(store_id, "email", email) for email in emails if email}
+        | {_lock_id(store_id, "phone", phone) for phone in phones if phone}
+    )
+    if not ids or connection.vendor != "postgresql":
+        return
+    with connection.cursor() as cursor:
+        # One round trip: the select list is evaluated left to right.
+        cursor.execute("SELECT " + ", ".join(["pg_advisory_xact_lock(%s)"] * len(ids)), ids)
+
+
+def _in_store(store_id: int | None) -> Q:
+    return Q(store_id=store_id) if store_id is not None else Q(store__isnull=True)
+
+
+def contact_resolve(*, store_id: int | None, person: Person, seen_at: datetime) -> int:
+    """The id of the contact `person` is at the store (None: the shared pool), created or completed.
+
+    `seen_at`: when they were seen (the lead's arrival); the contact's last activity moves up to it, never back.
+    Must run in a transaction (the keys' locks are held until it ends). Writes only what changes: resolving the
+    same arrival again leaves the contact exactly as it was.
+    """
+    if not (person.email or person.phone):
+        raise ValueError("a contact is known by an email or a phone")
+    identity_lock(store_id=store_id, emails=[person.email], phones=[person.phone])
+    keys = Q()
+    if person.email:
+        keys |= Q(email=person.email)
+    if person.phone:
+        keys |= Q(phone=person.phone)
+    matches = list(Contact.objects.filter(_in_store(store_id), keys).values("pk", "email", "phone"))
+    by_email = next((c for c in matches if person.email and c["email"] == person.email), None)
+    by_phone = next((c for c in matches if person.phone and c["phone"] == person.phone), None)
+    found = by_email or by_phone
+    if found is None:
+        contact = Contact.objects.create(
+            store_id=store_id, **person.values(), last_activity_at=seen_at,
+            lifecycle_stage=Contact.LifecycleStage.LEAD, lead_status=Contact.LeadStatus.NEW,
+        )  # fmt: skip
+        return contact.pk
+    fills = person.values()
+    if by_email is not None:
+        fills.pop("email")  # it has it
+    if by_phone is not None:
+        fills.pop("phone")  # it has it, or another contact does (a likely duplicate, left for staff)
+    _contact_complete(found["pk"], {name: value for name, value in fills.items() if value}, seen_at)
+    return found["pk"]
+
+
+def _contact_complete(contact_id: int, fills: dict[str, str], seen_at: datetime) -> None:
+    """Fill the empty ones of `fills` and move last activity up to `seen_at`, in one statement that matches
+    nothing when it would change nothing (so updated_at stays). Each column is decided in the database, against
+    the row as it is then: another writer of the same contact may have got there first."""
+    seen = Value(seen_at, output_field=DateTimeField())
+    changes = Q(last_activity_at__isnull=True) | Q(last_activity_at__lt=seen_at)
+    for name in fills:
+        changes |= Q(**{name: ""})
+    Contact.objects.filter(changes, pk=contact_id).update(
+        **{name: Case(When(**{name: ""}, then=Value(value)), default=F(name)) for name, value in fills.items()},
+        last_activity_at=Greatest(Coalesce(F("last_activity_at"), seen), seen),
+        updated_at=timezone.now(),
+    )
