@@ -116,6 +116,11 @@ class InboundSourceAdmin(StoreScopedAdminMixin, admin.ModelAdmin):
         (None, {"fields": ("created_at", "updated_at")}),
     )
 
+    def has_delete_permission(self, request, obj=None):
+        # Deactivate instead: its log and its leads' dedup rows hang on it, and each web process keeps an active
+        # source for a few seconds (sources.selectors), which a deleted row would outlive.
+        return False
+
     @admin.display(description="webhook URL")
     def webhook_url(self, obj):
         if obj.pk is None:

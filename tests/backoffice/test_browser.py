@@ -87,7 +87,7 @@ def test_store_salesperson_opens_the_dashboard_and_works_the_queue(browser_page,
 
     page.goto(f"/admin/crm/contact/{task.contact_id}/change/")
     expect(page.locator(".field-lead_sources")).to_contain_text("Email")
-    expect(page.locator("#timeline-group, .inline-group").last).to_contain_text("task.contacted")
+    expect(page.locator("#contact-timeline")).to_contain_text("task.contacted")
     shot(page, "contact")
 
 
