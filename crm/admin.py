@@ -217,7 +217,9 @@ class TaskAdmin(StoreScopedAdminMixin, ExportMixin, admin.ModelAdmin):
         "due_display", "contact", "store", "task_type", "priority", "status", "assigned_to", "action_needed_reason",
     )  # fmt: skip
     list_filter = ("status", DueFilter, SlaFilter, "priority", "task_type", ("store", StoreListFilter), "due_at")
-    search_fields = ("=contact__phone", "contact__first_name", "contact__last_name", "action_needed_reason")
+    search_fields = (
+        "=contact__email", "=contact__phone", "contact__first_name", "contact__last_name", "action_needed_reason",
+    )  # fmt: skip
     date_hierarchy = "due_at"
     ordering = ("due_at", "pk")
     list_select_related = ("contact", "store", "assigned_to")
@@ -369,8 +371,8 @@ class EventTypeFilter(admin.SimpleListFilter):
     parameter_name = "event_type__exact"
 
     def lookups(self, request, model_admin):
-        types = [services.LEAD_CREATED_EVENT, services.TASK_CONTACTED_EVENT, services.TASK_DONE_EVENT,
-                 services.TASK_SNOOZED_EVENT]  # fmt: skip
+        types = [services.LEAD_CREATED_EVENT, services.CHAT_LINKED_EVENT, services.DOCS_SIGNED_IN_EVENT,
+                 services.TASK_CONTACTED_EVENT, services.TASK_DONE_EVENT, services.TASK_SNOOZED_EVENT]  # fmt: skip
         return [(event_type, event_type) for event_type in types]
 
     def queryset(self, request, queryset):
@@ -383,7 +385,7 @@ class TimelineEventAdmin(StoreScopedAdminMixin, ReadOnlyAdminMixin, admin.ModelA
 
     list_display = ("occurred_at", "contact", "store", "event_type", "actor_type", "entity_type", "entity_id")
     list_filter = (EventTypeFilter, ("store", StoreListFilter), "occurred_at")
-    search_fields = ("=contact__phone", "=entity_id", "event_type")
+    search_fields = ("=contact__email", "=contact__phone", "=entity_id", "event_type")
     date_hierarchy = "occurred_at"
     ordering = ("-occurred_at", "-pk")
     list_select_related = ("contact", "store")

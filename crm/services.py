@@ -13,7 +13,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from chat import selectors as chat_selectors
-from config.db import insert_on_conflict
+from config.db import insert_many_on_conflict, insert_on_conflict
 from crm.assignment import task_owner_pick
 from crm.events import lead_created_emit, lead_created_missing_fields
 from crm.identity import Person, contact_resolve, email_key, phone_key
@@ -183,7 +183,8 @@ def lead_created_process(*, lead_id: int) -> LeadProcessed:
         contact_id = _lead_contact_id(lead) or contact_resolve(store_id=lead.store_id, person=person,
                                                                seen_at=arrived_at)  # fmt: skip
         task_created = _outreach_task_insert(lead, person, contact_id, arrived_at)
-        TimelineEvent.objects.bulk_create(_lead_events(lead, person, contact_id, arrived_at), ignore_conflicts=True)
+        events = _lead_events(lead, person, contact_id, arrived_at)
+        insert_many_on_conflict(events, on_conflict="ON CONFLICT DO NOTHING")  # their keys: a replay adds none
     logger.info("lead_processed", lead_id=lead_id, contact_id=contact_id, task_created=task_created)
     return LeadProcessed(contact_id=contact_id, task_created=task_created)
 

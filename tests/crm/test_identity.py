@@ -3,7 +3,7 @@ the shared pool), concurrent arrivals make one contact, and stores never share o
 
 import json
 import threading
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, time, timedelta
 
 import pytest
 from django.core.cache import cache
@@ -12,7 +12,7 @@ from django.urls import reverse
 
 from chat import services as chat_services
 from crm.events import LEAD_CREATED
-from crm.models import Contact, Task, TimelineEvent
+from crm.models import Contact, RepProfile, Task, TimelineEvent
 from crm.services import lead_created_process
 from jobs.models import Job
 from leadgen.models import Lead
@@ -63,9 +63,7 @@ def identity_jobs_run() -> int:
     return run_jobs(LEAD_ARRIVED) + run_jobs(LEAD_CREATED)
 
 
-def test_the_same_person_through_form_chat_email_and_a_webhook_is_one_contact_with_all_four(
-    client, django_user_model
-):
+def test_the_same_person_through_form_chat_email_and_a_webhook_is_one_contact_with_all_four(client, django_user_model):
     # Each arrival is processed before the next comes, as the workers do.
     # 1. The web form, as a browser sends it.
     form_lead = post_form(client, form_body(email="  Ada@Example.com"))
@@ -281,3 +279,34 @@ def test_concurrent_arrivals_at_two_stores_stay_two_contacts(make_lead, store):
     for contact in Contact.objects.all():
         stores = set(contact.timeline.values_list("store_id", flat=True))
         assert stores == {contact.store_id}, "each store's leads on its own contact only"
+
+
+def test_a_contact_known_only_by_email_is_found_by_it_in_the_contacts_tasks_and_timeline(
+    client, make_lead, django_user_model
+):
+    contact_id = lead_created_process(lead_id=make_lead(phone="", email="jane@example.com").pk).contact_id
+    client.force_login(django_user_model.objects.create_superuser("boss", "boss@example.com", "pw"))
+
+    for model in ("contact", "task", "timelineevent"):
+        listing = client.get(reverse(f"admin:crm_{model}_changelist"), {"q": "Jane@Example.com"})
+        found = listing.context["cl"].result_list
+        assert [getattr(row, "contact_id", row.pk) for row in found] == [contact_id], model
+
+
+def test_the_outreach_task_gets_its_owner_on_arrival_and_a_covered_lead_takes_nobodys_turn(
+    make_lead, store, django_user_model
+):
+    reps = []
+    for name in ("ana", "ben"):
+        user = django_user_model.objects.create_user(name, is_staff=True)
+        store.staff.add(user)
+        RepProfile.objects.create(user=user, work_days=[1, 2, 3, 4, 5, 6, 7], work_start=time(0), work_end=time(0))
+        reps.append(user)
+
+    first = lead_created_process(lead_id=make_lead(phone="+14155550101").pk)
+    covered = lead_created_process(lead_id=make_lead(phone="+14155550101", received_at=NOON).pk)
+    second = lead_created_process(lead_id=make_lead(phone="+14155550102").pk)
+
+    assert first.task_created and not covered.task_created and second.task_created
+    owners = list(Task.objects.order_by("created_at").values_list("assigned_to", flat=True))
+    assert sorted(owners) == sorted(rep.pk for rep in reps), "one each: the covered lead took no turn"
