@@ -24,6 +24,7 @@ from django.db.models import Case, DateTimeField, F, Q, Value, When
 from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
 
+from config.db import insert_on_conflict
 from crm.models import Contact
 
 # Filled when empty, never overwritten; the email and the phone only when no other contact of the store has them.
@@ -75,14 +76,13 @@ def _lock_id(store_id: int | None, kind: str, value: str) -> int:
 def identity_lock(*, store_id: int | None, emails=(), phones=()) -> None:
     """Lock these keys of the store (None: the shared pool) until the transaction ends.
 
-    In ascending order of the lock ids, so two transactions never wait on each other's second key. PostgreSQL
-    only; SQLite (the zero-setup run) lets one writer at a time in anyway.
+    In ascending order of the lock ids, so two transactions never wait on each other's second key.
     """
     ids = sorted(
         {_lock_id(store_id, "email", email) for email in emails if email}
         | {_lock_id(store_id, "phone", phone) for phone in phones if phone}
     )
-    if not ids or connection.vendor != "postgresql":
+    if not ids:
         return
     with connection.cursor() as cursor:
         # One round trip: the select list is evaluated left to right.
@@ -113,11 +113,13 @@ def contact_resolve(*, store_id: int | None, person: Person, seen_at: datetime) 
     by_phone = next((c for c in matches if person.phone and c["phone"] == person.phone), None)
     found = by_email or by_phone
     if found is None:
-        contact = Contact.objects.create(
+        contact = Contact(
             store_id=store_id, **person.values(), last_activity_at=seen_at,
             lifecycle_stage=Contact.LifecycleStage.LEAD, lead_status=Contact.LeadStatus.NEW,
         )  # fmt: skip
-        return contact.pk
+        # A plain INSERT: under the keys' locks nobody else writes them, and a unique index that still
+        # objects (a writer that skipped the locks) fails the transaction, to be retried.
+        return insert_on_conflict(contact, on_conflict="", returning="id")[0]
     fills = person.values()
     if by_email is not None:
         fills.pop("email")  # it has it

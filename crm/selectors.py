@@ -159,17 +159,9 @@ def first_response_by_rep(*, start, end, store_ids=None, now: datetime | None = 
         "overdue_now": Count("pk", filter=overdue_now),
     }
     groups = tasks.values("assigned_to", "assigned_to__username").order_by()
-    if connection.vendor == "postgresql":
-        seconds = Case(When(done, then=Func(response, template="EXTRACT(EPOCH FROM %(expressions)s)")))
-        rows = list(groups.annotate(**counts, median=_PercentilesCont(seconds, (0.5,))))
-        medians = {row["assigned_to"]: (row.pop("median") or [None])[0] for row in rows}
-    else:
-        # SQLite (the zero-setup run) has no percentile aggregate: the medians computed here.
-        rows = list(groups.annotate(**counts))
-        durations: dict[int | None, list[float]] = {}
-        for owner, took in tasks.filter(done).annotate(r=response).values_list("assigned_to", "r"):
-            durations.setdefault(owner, []).append(took.total_seconds())
-        medians = {owner: _quantile(sorted(values), 0.5) for owner, values in durations.items()}
+    seconds = Case(When(done, then=Func(response, template="EXTRACT(EPOCH FROM %(expressions)s)")))
+    rows = list(groups.annotate(**counts, median=_PercentilesCont(seconds, (0.5,))))
+    medians = {row["assigned_to"]: (row.pop("median") or [None])[0] for row in rows}
     figures = [
         RepFirstResponse(
             user_id=row["assigned_to"],
