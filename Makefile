@@ -1,6 +1,6 @@
 # Lead-generation back office. `make help` lists the targets.
 #
-#   make run [PORT=8123]     zero-setup run: SQLite + filesystem broker, web/worker/beat via honcho
+#   make run [PORT=8123]     local PostgreSQL + Redis kept under var/, stand-ins of every outside service, the demo office, every process via honcho
 #   make test [PYTEST_ARGS=...]   ruff, import contracts, deptry, then pytest against throwaway PostgreSQL + Redis
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
@@ -17,7 +17,7 @@ PYTEST_ARGS ?=
 help:
 	@echo "make install      runtime venv (.venv, requirements.txt)"
 	@echo "make install-dev  plus test/lint tools (requirements-dev.txt)"
-	@echo "make run          migrate, demo data, then web + worker + beat on http://127.0.0.1:$(PORT)/ (PORT=...)"
+	@echo "make run          local PostgreSQL + Redis under var/, stand-ins, demo office, every process on http://127.0.0.1:$(PORT)/"
 	@echo "make test         ruff, system packages, pytest with throwaway PostgreSQL + Redis (PYTEST_ARGS=...)"
 	@echo "make lint         ruff, import-linter contracts, deptry"
 	@echo "make bench-jobs   jobs benchmark with throwaway PostgreSQL + Redis"
@@ -52,23 +52,11 @@ $(VENV)/.stamp-requirements-dev: requirements-dev.txt requirements.txt | $(BIN)/
 
 install-dev: $(VENV)/.stamp-requirements-dev
 
-# --- zero-setup run ------------------------------------------------------------------------
-run: install
-	$(BIN)/python manage.py migrate --noinput
-	$(BIN)/python manage.py createcachetable
-	$(BIN)/python manage.py collectstatic --noinput --verbosity 0
-	$(BIN)/python manage.py sync_schedules
-	$(BIN)/python manage.py load_demo
-	@echo
-	@echo "  App:       http://127.0.0.1:$(PORT)/"
-	@echo "  Admin:     http://127.0.0.1:$(PORT)/admin/"
-	@echo "  API docs:  http://127.0.0.1:$(PORT)/api/docs/"
-	@echo "  Readiness: http://127.0.0.1:$(PORT)/readyz"
-	@echo "  MCP:       http://127.0.0.1:$$(($(PORT) + 300))/mcp (off until AUTH0_DOMAIN and MCP_AUDIENCE are set)"
-	@echo "  Login:     demo / demo-password"
-	@echo "  Ctrl-C stops every process (web, worker, beat, MCP)."
-	@echo
-	PORT=$(PORT) LOG_FORMAT=$${LOG_FORMAT:-$$([ -t 1 ] && echo console || echo json)} exec $(BIN)/honcho start -f Procfile -p $(PORT)
+# --- the whole system on one machine ---------------------------------------------------------
+# The stand-ins need the dev requirements (werkzeug); the data stays in var/ between runs.
+run: install-dev
+	scripts/install-system-deps
+	PORT=$(PORT) scripts/with-services --data $${DATA_DIR:-var}/services scripts/run
 
 # --- checks --------------------------------------------------------------------------------
 lint: install-dev

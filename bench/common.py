@@ -4,7 +4,7 @@ Each `bench/<name>/run.py` puts the project root on `sys.path` and sets
 DJANGO_SETTINGS_MODULE itself (it runs as a script), then imports this module;
 the functions that need Django import it when called, after `django.setup()`.
 
-- `check_services()`: PostgreSQL and Redis as `scripts/with-services` sets them up.
+- `check_services()`: REDIS_URL and CELERY_BROKER_URL are Redis URLs, as `scripts/with-services` sets them.
 - `start_process()` / `stop_process()`: a server or worker in its own session
   (so it and its children form one process group), output to a log file in the
   bench's `out/`, stopped with SIGTERM then SIGKILL for the whole group.
@@ -40,10 +40,6 @@ class BenchError(Exception):
 
 
 def check_services():
-    from django.db import connection
-
-    if connection.vendor != "postgresql":
-        raise BenchError("DATABASE_URL is not PostgreSQL: run under scripts/with-services")
     for name in ("REDIS_URL", "CELERY_BROKER_URL"):
         if not os.environ.get(name, "").startswith("redis://"):
             raise BenchError(f"{name} is not a Redis URL: run under scripts/with-services")

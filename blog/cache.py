@@ -1,7 +1,6 @@
 """The posts cache: read-through, generation-keyed, stampede-protected, stale-if-error.
 
-Works on any Django cache backend (Redis in production, the database cache in
-the zero-setup run) through the cache API alone: get, get_many, set, add, incr, touch, delete.
+Built on Django's cache API alone (Redis): get, get_many, set, add, incr, delete.
 
 - Every entry key carries the current generation (`blog:generation`); a purge
   increments it, so every entry written before is unreachable at once, one
@@ -33,7 +32,6 @@ import redis
 import structlog
 from django.conf import settings
 from django.core.cache import cache
-from django.db import DatabaseError
 
 logger = structlog.get_logger(__name__)
 
@@ -45,8 +43,8 @@ POLL_FIRST_SECONDS = 0.01
 POLL_MAX_SECONDS = 0.1
 COUNTER_FLUSH_SECONDS = 1.0
 
-# What the Redis and database caches raise when their server cannot be reached.
-CACHE_ERRORS = (redis.RedisError, DatabaseError)
+# What the cache raises when Redis cannot be reached.
+CACHE_ERRORS = (redis.RedisError,)
 
 _known_generation: int | None = None  # the generation this process saw last (read_through checks it)
 
@@ -82,8 +80,7 @@ def read_through(name: str, fetch: Fetch, *, refresh: bool = False, admit: Calla
     try:
         return _read_through(name, fetch, refresh=refresh, admit=admit)
     except CACHE_ERRORS as exc:
-        # The cache (Redis, or the database of the database cache) is down: WordPress answers directly,
-        # one call per request, rather than every visitor getting a 500.
+        # Redis is down: WordPress answers directly, one call per request, rather than every visitor getting a 500.
         logger.warning("blog_cache_unavailable", error=type(exc).__name__)
         try:
             return Answer("miss", _entry(*fetch()))
@@ -232,13 +229,10 @@ def _incr_forever(key: str, delta: int, *, start: int) -> int:
     """Add `delta` to a counter that never expires, creating it at `start` if it is missing."""
     cache.add(key, start, timeout=None)
     try:
-        value = cache.incr(key, delta)
+        return cache.incr(key, delta)  # Redis's INCR leaves the key without an expiry
     except ValueError:  # removed between the two calls
         cache.add(key, start + delta, timeout=None)
         return start + delta
-    # BaseCache.incr (the database cache's) writes back with the default timeout.
-    cache.touch(key, None)
-    return value
 
 
 # --- counters ------------------------------------------------------------------------------------

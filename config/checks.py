@@ -8,6 +8,9 @@ nothing is reported. `manage.py check --deploy` adds Django's own checks. An
 operator who accepts one risk on purpose lists its id in SILENCED_SYSTEM_CHECKS.
 """
 
+import ipaddress
+from urllib.parse import urlsplit
+
 from django.conf import settings
 from django.core import checks
 from django.core.exceptions import ImproperlyConfigured
@@ -44,7 +47,54 @@ def _unsafe_settings() -> list[tuple[str, str, str]]:
     if settings.CRM_WEBHOOK_URL and not settings.CRM_SIGNING_SECRET:
         found.append(("security.E107", "Profile webhooks to the CRM are sent unsigned.",
                       "Set CRM_SIGNING_SECRET (whsec_…)."))  # fmt: skip
+    if stand_ins := _stand_in_addresses():
+        found.append(("security.E108", f"Outside services point at local stand-ins: {', '.join(stand_ins)}.",
+                      "Unset STANDINS_URL and set each service's real address (docs/configuration.md)."))  # fmt: skip
     return found
+
+
+def _outside_service_addresses() -> dict[str, str]:
+    return {
+        "MAILGUN_API_URL": settings.ANYMAIL.get("MAILGUN_API_URL", ""),
+        "RECAPTCHA_VERIFY_URL": settings.RECAPTCHA_VERIFY_URL,
+        "LLM_BASE_URL": settings.LLM_BASE_URL,
+        "PIPEDRIVE_API_URL": settings.PIPEDRIVE_API_URL,
+        "CLICKUP_API_URL": settings.CLICKUP_API_URL,
+        "IMAP_HOST": settings.IMAP_HOST,
+        "CRM_WEBHOOK_URL": settings.CRM_WEBHOOK_URL,
+        "KAPA_API_URL": settings.KAPA_API_URL,
+        "AUTH0_DOMAIN": settings.AUTH0_DOMAIN,
+        "V0_API_URL": settings.V0_API_URL,
+        "FACEBOOK_GRAPH_URL": settings.FACEBOOK_GRAPH_URL,
+        "CHAT_AGENT_URL": settings.CHAT_AGENT_URL,
+        "WORDPRESS_API_URL": settings.WORDPRESS_API_URL,
+    }
+
+
+def _stand_in_addresses() -> list[str]:
+    """STANDINS_URL, and every outside service whose address is this machine: where the stand-ins listen."""
+    found = ["STANDINS_URL"] if settings.STANDINS_URL else []
+    for name, address in _outside_service_addresses().items():
+        host = _host(address).lower()
+        if host == "localhost" or host.endswith(".localhost") or _is_loopback(host):
+            found.append(name)
+    return found
+
+
+def _host(address: str) -> str:
+    """The host of a URL, or of a bare `host`, `host:port` or IPv6 address (IMAP_HOST, AUTH0_DOMAIN)."""
+    if "//" in address:
+        return urlsplit(address).hostname or ""
+    if address.count(":") == 1:
+        return address.partition(":")[0]
+    return address.strip("[]")
+
+
+def _is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 @checks.register(checks.Tags.security)

@@ -4,8 +4,7 @@ trip, text PostgreSQL can store, and database errors described safely.
 The ORM needs two or three statements and a savepoint for an insert-if-absent
 (`get_or_create`), and `bulk_create(ignore_conflicts=True)` cannot say which
 rows it wrote. A single INSERT … ON CONFLICT … RETURNING does both in one
-round trip. PostgreSQL and SQLite (>= 3.35, for RETURNING) share the syntax,
-so the zero-setup run takes the same path.
+round trip.
 """
 
 import functools
@@ -15,7 +14,7 @@ from collections.abc import Sequence
 
 from django.db import DEFAULT_DB_ALIAS, DatabaseError, connection, connections
 
-# PostgreSQL's protocol carries at most 65535 parameters per statement; SQLite's own limit is in bulk_batch_size.
+# PostgreSQL's protocol carries at most 65535 parameters per statement.
 MAX_PARAMETERS = 65535
 # Characters PostgreSQL cannot store: NUL (text refuses it, jsonb refuses "\u0000") and unpaired surrogates
 # (no UTF-8 encoding exists for them). Requests holding them are refused (config.parsers, config.middleware);
@@ -31,8 +30,8 @@ def storable_text(text: str) -> str:
 def insert_on_conflict(instance, *, on_conflict: str, returning: str = ""):
     """INSERT `instance` as `save()` would (defaults, auto_now, field conversions), plus `on_conflict`.
 
-    `on_conflict` is SQL that PostgreSQL and SQLite share (ON CONFLICT … DO
-    NOTHING / DO UPDATE … WHERE …). Returns the RETURNING row, None when the
+    `on_conflict` is PostgreSQL's conflict clause (ON CONFLICT … DO NOTHING /
+    DO UPDATE … WHERE …). Returns the RETURNING row, None when the
     conflict clause wrote nothing (or when nothing is returned).
     """
     rows = insert_many_on_conflict([instance], on_conflict=on_conflict, returning=returning)
@@ -40,13 +39,13 @@ def insert_on_conflict(instance, *, on_conflict: str, returning: str = ""):
 
 
 def insert_many_on_conflict(instances: Sequence, *, on_conflict: str, returning: str = "") -> list[tuple]:
-    """INSERT several instances of one model in one multi-row statement (batched where the database
-    limits parameters), plus `on_conflict`.
+    """INSERT several instances of one model in one multi-row statement (batched under PostgreSQL's
+    parameter limit), plus `on_conflict`.
 
     Returns the RETURNING rows of the rows actually written, in no guaranteed
-    order (SQLite does not promise one): return a column that identifies each
-    row, such as a unique key, to match them up. Rows skipped by the conflict
-    clause return nothing. Primary keys are not set on the instances.
+    order: return a column that identifies each row, such as a unique key, to
+    match them up. Rows skipped by the conflict clause return nothing. Primary
+    keys are not set on the instances.
     """
     if not instances:
         return []
@@ -66,7 +65,7 @@ def insert_many_on_conflict(instances: Sequence, *, on_conflict: str, returning:
     )
     tail = f" {on_conflict}" + (f" RETURNING {returning}" if returning else "")
     row_placeholders = "(" + ", ".join(["%s"] * len(fields)) + ")"
-    batch = max(min(db.ops.bulk_batch_size(fields, instances), MAX_PARAMETERS // len(fields)), 1)
+    batch = max(MAX_PARAMETERS // len(fields), 1)
     written = []
     with db.cursor() as cursor:
         for start in range(0, len(instances), batch):

@@ -34,7 +34,7 @@ STARTED_AT = datetime.now(UTC)
 
 @dataclasses.dataclass
 class Broker(HealthCheck):
-    """The Celery broker accepts a connection (any transport: Redis, filesystem…)."""
+    """The Celery broker (Redis) accepts a connection."""
 
     def run(self):
         try:

@@ -1,13 +1,15 @@
 """One settings module for every environment, driven by environment variables.
 
-Defaults give the zero-setup run (SQLite, filesystem Celery broker, in-memory
-channel layer, database cache). Production sets DATABASE_URL, REDIS_URL,
-CELERY_BROKER_URL, SECRET_KEY and ALLOWED_HOSTS. Every variable is documented
-in docs/configuration.md (a test keeps the two in step).
+Every run uses PostgreSQL (DATABASE_URL) and Redis (REDIS_URL: cache, channel
+layer and, unless CELERY_BROKER_URL says otherwise, the Celery broker); both
+are required, and `make run` starts local servers for them. Production also
+sets SECRET_KEY and ALLOWED_HOSTS. Every variable is documented in
+docs/configuration.md (a test keeps the two in step).
 """
 
 from datetime import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import environ
 from django.core.exceptions import ImproperlyConfigured
@@ -26,6 +28,9 @@ SECRET_KEY = env.str("SECRET_KEY", default="insecure-zero-setup-key-change-me-in
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 SITE_URL = env.str("SITE_URL", default="http://localhost:8000")
+# Set by `make run` (python -m standins): outside services are played by local stand-ins, whose inbox
+# this is. Every page then says so; production refuses to start with it set (config/checks.py).
+STANDINS_URL = env.str("STANDINS_URL", default="")
 
 INSTALLED_APPS = [
     "daphne",
@@ -90,77 +95,71 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "config.context_processors.standins",
             ],
         },
     },
 ]
 
 # --- Database -----------------------------------------------------------------
-DATABASES = {
-    "default": env.db(
-        "DATABASE_URL", default=f"sqlite:///{DATA_DIR / 'db.sqlite3'}"
+# PostgreSQL and Redis in every run, `make run` included: one code path.
+_LOCAL_SERVERS = "`make run` and scripts/with-services start local PostgreSQL and Redis servers and set it"
+_DATABASE_URL = env.str("DATABASE_URL", default="")
+if not _DATABASE_URL:
+    raise ImproperlyConfigured(f"DATABASE_URL is required: a PostgreSQL URL (postgres://…); {_LOCAL_SERVERS}.")
+DATABASES = {"default": env.db_url_config(_DATABASE_URL)}
+if DATABASES["default"].get("ENGINE") != "django.db.backends.postgresql":
+    _scheme = urlsplit(_DATABASE_URL).scheme  # not the whole URL: it may hold a password
+    raise ImproperlyConfigured(
+        f"DATABASE_URL must be a PostgreSQL URL (postgres://…), not {f'{_scheme}://…' if _scheme else 'this value'}; "
+        f"{_LOCAL_SERVERS}."
     )
-}
 # Added to, not replaced: DATABASE_URL's query string may set options too (e.g. ?sslmode=require).
 _database_options = DATABASES["default"].setdefault("OPTIONS", {})
-if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    # Web, worker and beat share one SQLite file: WAL plus IMMEDIATE
-    # transactions turn lock contention into short waits, not errors.
-    _database_options.update(
-        timeout=30,
-        transaction_mode="IMMEDIATE",
-        init_command="PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
-    )
+if env.bool("DATABASE_POOL", default=True):
+    # Under daphne every request runs in its own thread, so per-thread persistent
+    # connections would pile up: a process-wide psycopg pool serves them instead.
+    _database_options["pool"] = {
+        "min_size": env.int("DATABASE_POOL_MIN_SIZE", default=1),
+        "max_size": env.int("DATABASE_POOL_MAX_SIZE", default=20),
+        "timeout": env.float("DATABASE_POOL_TIMEOUT", default=10.0),
+    }
 else:
-    if env.bool("DATABASE_POOL", default=True):
-        # Under daphne every request runs in its own thread, so per-thread persistent
-        # connections would pile up: a process-wide psycopg pool serves them instead.
-        _database_options["pool"] = {
-            "min_size": env.int("DATABASE_POOL_MIN_SIZE", default=1),
-            "max_size": env.int("DATABASE_POOL_MAX_SIZE", default=20),
-            "timeout": env.float("DATABASE_POOL_TIMEOUT", default=10.0),
-        }
-    else:
-        # A process that runs one task at a time (a prefork Celery worker process, beat;
-        # the Procfile sets DATABASE_POOL=false for them) keeps its one connection between
-        # tasks instead of a pool check-out and return around each (bench/jobs measured it).
-        DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=600)
-    if env.bool("DATABASE_PREPARED_STATEMENTS", default=True):
-        # Parameters travel apart from the SQL, and a statement run a few times on a
-        # connection is parsed and planned once (bench/jobs measured the saving).
-        # Off behind a transaction-mode pooler that cannot keep prepared statements.
-        _database_options.update(server_side_binding=True, prepare_threshold=2)
+    # A process that runs one task at a time (a prefork Celery worker process, beat;
+    # the Procfile sets DATABASE_POOL=false for them) keeps its one connection between
+    # tasks instead of a pool check-out and return around each (bench/jobs measured it).
+    DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=600)
+if env.bool("DATABASE_PREPARED_STATEMENTS", default=True):
+    # Parameters travel apart from the SQL, and a statement run a few times on a
+    # connection is parsed and planned once (bench/jobs measured the saving).
+    # Off behind a transaction-mode pooler that cannot keep prepared statements.
+    _database_options.update(server_side_binding=True, prepare_threshold=2)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Cache, channel layer ------------------------------------------------------
 REDIS_URL = env.str("REDIS_URL", default="")
-if REDIS_URL:
-    CACHES = {
-        "default": {
-            "BACKEND": "django.core.cache.backends.redis.RedisCache",
-            "LOCATION": REDIS_URL,
-            "KEY_PREFIX": env.str("CACHE_KEY_PREFIX", default="leadgen"),
-            # One pool per process, not one per request thread (config/cache.py).
-            "OPTIONS": {"pool_class": "config.cache.SharedConnectionPool"},
-        }
+if not REDIS_URL:
+    raise ImproperlyConfigured(
+        f"REDIS_URL is required: a Redis URL (redis://…) for the cache, channel layer and broker; {_LOCAL_SERVERS}."
+    )
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": REDIS_URL,
+        "KEY_PREFIX": env.str("CACHE_KEY_PREFIX", default="leadgen"),
+        # One pool per process, not one per request thread (config/cache.py).
+        "OPTIONS": {"pool_class": "config.cache.SharedConnectionPool"},
     }
-    CHANNEL_LAYERS = {
-        "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL]},
-        }
+}
+CHANNEL_LAYERS = {
+    "default": {
+        "BACKEND": "channels_redis.core.RedisChannelLayer",
+        "CONFIG": {"hosts": [REDIS_URL]},
     }
-else:
-    CACHES = {
-        "default": {
-            "BACKEND": "django.core.cache.backends.db.DatabaseCache",
-            "LOCATION": "cache_table",
-        }
-    }
-    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+}
 
 # --- Celery ----------------------------------------------------------------------
-CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default=REDIS_URL or "filesystem://")
+CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default=REDIS_URL)
 CELERY_TASK_IGNORE_RESULT = True
 # Workers log through LOGGING (structlog JSON) like the web process.
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
@@ -168,20 +167,6 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = env.int("CELERY_WORKER_PREFETCH_MULTIPLIER", default=4)
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_TIMEZONE = "UTC"
-if CELERY_BROKER_URL.startswith("filesystem://"):
-    _broker_dir = DATA_DIR / "broker"
-    # The transport expects its folders to exist; the zero-setup run must not need a manual step.
-    for _folder in ("queue", "processed", "control"):
-        (_broker_dir / _folder).mkdir(parents=True, exist_ok=True)
-    CELERY_BROKER_TRANSPORT_OPTIONS = {
-        "data_folder_in": str(_broker_dir / "queue"),
-        "data_folder_out": str(_broker_dir / "queue"),
-        "processed_folder": str(_broker_dir / "processed"),
-        "control_folder": str(_broker_dir / "control"),
-        "store_processed": False,
-    }
-    # The filesystem transport has no fanout exchange for remote control.
-    CELERY_WORKER_ENABLE_REMOTE_CONTROL = False
 
 # Celery's Django fixup closes every DB connection after each task (and, with the psycopg
 # pool in a prefork worker, the whole pool): a new PostgreSQL connection per task, about 60%
@@ -267,6 +252,8 @@ RECAPTCHA_HOSTNAMES = env.list("RECAPTCHA_HOSTNAMES", default=[])  # empty: ALLO
 # Empty secrets mean "not configured": client_from_settings() returns None.
 RECAPTCHA_SECRET_KEY = env.str("RECAPTCHA_SECRET_KEY", default="")
 RECAPTCHA_VERIFY_URL = env.str("RECAPTCHA_VERIFY_URL", default="https://www.google.com/recaptcha/api/siteverify")
+# The script the lead form loads to get a token; its origin is allowed by the Content-Security-Policy.
+RECAPTCHA_SCRIPT_URL = env.str("RECAPTCHA_SCRIPT_URL", default="https://www.google.com/recaptcha/api.js")
 RECAPTCHA_TIMEOUT_SECONDS = env.float("RECAPTCHA_TIMEOUT_SECONDS", default=3.0)  # request path: keep it short
 LLM_BASE_URL = env.str("LLM_BASE_URL", default="")  # OpenAI-compatible, e.g. https://litellm.example.com/v1
 LLM_API_KEY = env.str("LLM_API_KEY", default="")
@@ -479,10 +466,9 @@ BLOG_CACHE_TTL_SECONDS = env.int("BLOG_CACHE_TTL_SECONDS", default=300)
 BLOG_STALE_SECONDS = env.int("BLOG_STALE_SECONDS", default=24 * 3600)  # last good copy kept past the TTL
 BLOG_CACHE_API_KEY = env.str("BLOG_CACHE_API_KEY", default="")  # X-Cache-Api-Key of the purge endpoints
 BLOG_PURGE_SIGNING_SECRET = env.str("BLOG_PURGE_SIGNING_SECRET", default="")  # whsec_…: signed purges accepted
-if REDIS_URL:
-    # Every request thread may hold a cache connection at once: a burst of cold blog requests waiting on one
-    # WordPress fetch is more threads per process than redis-py's default pool limit of 100 (then it raises).
-    CACHES["default"]["OPTIONS"].setdefault("max_connections", env.int("REDIS_MAX_CONNECTIONS", default=1000))
+# Every request thread may hold a cache connection at once: a burst of cold blog requests waiting on one
+# WordPress fetch is more threads per process than redis-py's default pool limit of 100 (then it raises).
+CACHES["default"]["OPTIONS"].setdefault("max_connections", env.int("REDIS_MAX_CONNECTIONS", default=1000))
 REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"].update(
     {
         "blog": env.str("BLOG_THROTTLE_RATE", default="300/min"),  # per client IP, reads that reach WordPress
@@ -530,6 +516,8 @@ if not TRUSTED_PROXY_COUNT:
     SECURE_PROXY_SSL_HEADER = None
 # Content-Security-Policy for every page (django-csp): own scripts and styles, reCAPTCHA's frames and scripts.
 _recaptcha = ["https://www.google.com/recaptcha/", "https://www.gstatic.com/recaptcha/"]
+if not RECAPTCHA_SCRIPT_URL.startswith("https://www.google.com/recaptcha/"):
+    _recaptcha.append(RECAPTCHA_SCRIPT_URL.rsplit("/", 1)[0] + "/")
 CONTENT_SECURITY_POLICY = {
     "DIRECTIVES": {
         "default-src": ["'self'"],

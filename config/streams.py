@@ -18,15 +18,12 @@ process that dies lapse within STREAM_LEASE_SECONDS instead of being lost for
 good; so do those of a stream whose response never started (its client left
 first).
 
-Without Redis (the zero-setup run: one web process) the slots are counted in
-the process. When Redis cannot be reached the stream opens and a warning is
-logged, as the throttles do: an outage must not close every stream.
+When Redis cannot be reached the stream opens and a warning is logged, as the
+throttles do: an outage must not close every stream.
 """
 
 import asyncio
 import contextlib
-import threading
-import time
 import uuid
 from dataclasses import dataclass, field
 
@@ -87,13 +84,10 @@ class Lease:
 
 def slots_take(claims: list[list[tuple[str, int]]]) -> list[Lease | None]:
     """For each claim, `[(key, cap), …]` (a cap of 0 or less: no cap), a Lease on a slot under every key, or
-    None when a key is at its cap. On Redis, one pipelined round trip for all the claims."""
+    None when a key is at its cap. One pipelined round trip for all the claims."""
     wanted = [[(cache.make_key(f"streams:{key}"), cap) for key, cap in claim if cap > 0] for claim in claims]
     leases = [Lease(keys=tuple(key for key, _ in claim)) for claim in wanted]
-    redis_client = shared_redis()
-    if redis_client is None:
-        return [lease if _local.take(lease, claim) else None for lease, claim in zip(leases, wanted, strict=True)]
-    pipeline = redis_client.pipeline(transaction=False)
+    pipeline = shared_redis().pipeline(transaction=False)
     for lease, claim in zip(leases, wanted, strict=True):
         caps = [cap for _, cap in claim]
         pipeline.eval(_TAKE, len(claim), *lease.keys, _lease_ms(), lease.id, *caps)
@@ -110,23 +104,15 @@ def slots_renew(leases: list[Lease]) -> None:
     pairs = [(key, lease.id) for lease in leases for key in lease.keys]
     if not pairs:
         return
-    redis_client = shared_redis()
-    if redis_client is None:
-        _local.renew(pairs)
-        return
     try:
-        redis_client.eval(_RENEW, len(pairs), *(key for key, _ in pairs), _lease_ms(), *(i for _, i in pairs))
+        shared_redis().eval(_RENEW, len(pairs), *(key for key, _ in pairs), _lease_ms(), *(i for _, i in pairs))
     except (RedisError, OSError) as exc:
         logger.warning("stream_slots_unavailable", error=type(exc).__name__)
 
 
 def slots_release(leases: list[Lease]) -> None:
-    """The leases' slots given back. On Redis, one pipelined round trip for all of them."""
-    redis_client = shared_redis()
-    if redis_client is None:
-        _local.release(leases)
-        return
-    pipeline = redis_client.pipeline(transaction=False)
+    """The leases' slots given back, in one pipelined round trip for all of them."""
+    pipeline = shared_redis().pipeline(transaction=False)
     for lease in leases:
         for key in lease.keys:
             pipeline.zrem(key, lease.id)
@@ -194,43 +180,3 @@ class _HeldLeases:
 
 
 _held = _HeldLeases()
-
-
-class _LocalSlots:
-    """The slots in this process's memory, for a run without Redis: the same rules, under a lock."""
-
-    def __init__(self):
-        self._lock = threading.Lock()
-        self._slots: dict[str, dict[str, float]] = {}  # key: {stream id: when its lease lapses}
-
-    def take(self, lease: Lease, claim: list[tuple[str, int]]) -> bool:
-        now = time.monotonic()
-        with self._lock:
-            for key, cap in claim:
-                held = {stream: lapses for stream, lapses in self._slots.pop(key, {}).items() if lapses > now}
-                if held:
-                    self._slots[key] = held
-                if len(held) >= cap:
-                    return False
-            for key, _ in claim:
-                self._slots.setdefault(key, {})[lease.id] = now + settings.STREAM_LEASE_SECONDS
-            return True
-
-    def renew(self, pairs: list[tuple[str, str]]) -> None:
-        lapses = time.monotonic() + settings.STREAM_LEASE_SECONDS
-        with self._lock:
-            for key, stream in pairs:
-                if stream in self._slots.get(key, {}):
-                    self._slots[key][stream] = lapses
-
-    def release(self, leases: list[Lease]) -> None:
-        with self._lock:
-            for lease in leases:
-                for key in lease.keys:
-                    held = self._slots.get(key, {})
-                    held.pop(lease.id, None)
-                    if not held:
-                        self._slots.pop(key, None)
-
-
-_local = _LocalSlots()

@@ -7,7 +7,6 @@ list grows with the rate (6,000 pickled floats per call for `mcp_events`).
 Here a request is one INCR of a counter named after the client and the
 current window, with its expiry, in one pipelined round trip to Redis:
 parallel requests get distinct counts and exactly the allowed number pass.
-Without Redis (the zero-setup run's database cache) see config.cache.counter_incr.
 
 Clients are counted per config.client_ip bucket (the address our trusted
 proxies saw; an IPv6 client per /64). When the cache is unreachable the
@@ -23,7 +22,6 @@ import functools
 import time
 
 import structlog
-from django.db import DatabaseError
 from redis.exceptions import RedisError
 from rest_framework.throttling import ScopedRateThrottle as DrfScopedRateThrottle
 from rest_framework.throttling import SimpleRateThrottle
@@ -32,8 +30,6 @@ from config.cache import counters_incr
 from config.client_ip import client_ip_bucket
 
 logger = structlog.get_logger(__name__)
-
-
 
 
 @functools.cache
@@ -56,7 +52,7 @@ def window_waits(keys: list[str], rate: str, *, now: float | None = None) -> lis
     window = int(now // duration)
     try:
         counts = counters_incr([f"{key}:{window}" for key in keys], timeout=duration)
-    except (RedisError, OSError, DatabaseError) as exc:
+    except (RedisError, OSError) as exc:
         logger.warning("throttle_unavailable", error=type(exc).__name__)  # the key names the client: not logged
         return [None] * len(keys)
     return [None if count <= limit else (window + 1) * duration - now for count in counts]

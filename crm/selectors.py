@@ -6,13 +6,11 @@ the caller applies store-level isolation once (stores.scoping), so a figure
 cannot leak another store's numbers. docs/backoffice.md says what each means.
 """
 
-import statistics
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from itertools import groupby
 
 from django.contrib.postgres.fields import ArrayField
-from django.db import connection
 from django.db.models import (
     Case,
     CharField,
@@ -99,27 +97,11 @@ def first_response(*, start, end, store_ids=None, now: datetime | None = None) -
         "done": Count("pk", filter=Q(status=Task.Status.DONE)),
         "done_within_sla": Count("pk", filter=Q(status=Task.Status.DONE, completed_at__lte=F("due_at"))),
     }
-    if connection.vendor == "postgresql":
-        seconds = Case(When(done, then=Func(response, template="EXTRACT(EPOCH FROM %(expressions)s)")))
-        figures = in_period.aggregate(**counts, quantiles=_PercentilesCont(seconds, (0.5, 0.9)))
-        median, p90 = figures.pop("quantiles") or (None, None)
-    else:
-        # SQLite (the zero-setup run) has no percentile aggregate: the same figures computed here.
-        figures = in_period.aggregate(**counts)
-        responses = in_period.filter(done).annotate(r=response).values_list("r", flat=True)
-        durations = sorted(d.total_seconds() for d in responses)
-        median, p90 = _quantile(durations, 0.5), _quantile(durations, 0.9)
+    seconds = Case(When(done, then=Func(response, template="EXTRACT(EPOCH FROM %(expressions)s)")))
+    figures = in_period.aggregate(**counts, quantiles=_PercentilesCont(seconds, (0.5, 0.9)))
+    median, p90 = figures.pop("quantiles") or (None, None)
     overdue_now = outreach.filter(status=Task.Status.PENDING, due_at__lt=now).count()
     return FirstResponse(**figures, median_seconds=median, p90_seconds=p90, overdue_now=overdue_now)
-
-
-def _quantile(values: list[float], fraction: float) -> float | None:
-    """Linear interpolation between the closest ranks, as percentile_cont does."""
-    if not values:
-        return None
-    if len(values) == 1:
-        return values[0]
-    return statistics.quantiles(values, n=100, method="inclusive")[round(fraction * 100) - 1]
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
 """Circuit breakers whose state every worker process shares through Django's cache.
 
-pybreaker ships in-memory and Redis storages; ours sits on the cache so it
-works on the zero-setup database cache as well as on Redis in production.
+pybreaker's own Redis storage keeps its keys outside the cache's prefix and
+without an expiry; ours keeps the state in the cache (its prefix, its
+connection pool), each key expiring a week after its last write.
 """
 
 from datetime import UTC, datetime

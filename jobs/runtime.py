@@ -74,16 +74,15 @@ def _job_keep_within_limit(job: Job, *, limit: int) -> bool:
     """A just-claimed job of a kind registered with `concurrency` keeps its claim only within the limit.
 
     Checked after the claim (so kinds without a limit pay nothing): under a
-    per-kind lock (a transaction-scoped advisory lock on PostgreSQL; SQLite
-    serializes writers anyway) the running jobs are counted, this one included.
+    per-kind lock (a transaction-scoped advisory lock) the running jobs are
+    counted, this one included.
     Over the limit, the claim is undone and the job is due again
     CONCURRENCY_RETRY_AFTER later, for the sweep to send. Running jobs whose
     lease expired do not count: their worker is gone.
     """
     with transaction.atomic():
-        if connection.vendor == "postgresql":
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [f"jobs.concurrency:{job.kind}"])
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [f"jobs.concurrency:{job.kind}"])
         now = timezone.now()
         running = Job.objects.filter(kind=job.kind, status=Job.Status.RUNNING, lease_expires_at__gt=now).count()
         if running <= limit:

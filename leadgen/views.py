@@ -116,6 +116,7 @@ def lead_form(request):
     context = {
         "services": services,
         "recaptcha_site_key": settings.RECAPTCHA_SITE_KEY,
+        "recaptcha_script_url": settings.RECAPTCHA_SCRIPT_URL,
         "recaptcha_action": settings.RECAPTCHA_ACTION,
         "consent_text": CONSENT_TEXT,
         "consent_version": CONSENT_VERSION,

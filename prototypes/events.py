@@ -3,14 +3,14 @@
 The event log (PrototypeEvent) is the source of truth; this only wakes the
 streams up with new events. Streams in this process hear them through an
 in-process hub at once. Other processes hear them through the Channels layer
-when it crosses processes (Redis): announcements go out as `group_send`s of
-their events to the group `prototypes` (one in flight per process, carrying
-what was announced meanwhile), and each process has one listener on
-that group (one channel, joined once, whatever the number of open streams),
-which hands what other processes announced to its hub. With the zero-setup
-in-memory layer a stream reads the log after PROTOTYPES_STREAM_POLL_SECONDS
-without news instead (prototypes.stream). A stream that misses an
-announcement finds the event in the log by its number.
+(channels-redis): announcements go out as `group_send`s of their events to
+the group `prototypes` (one in flight per process, carrying what was
+announced meanwhile), and each process has one listener on that group (one
+channel, joined once, whatever the number of open streams), which hands what
+other processes announced to its hub. While the layer cannot be reached a
+stream reads the log after PROTOTYPES_STREAM_POLL_SECONDS without news
+instead (prototypes.stream). A stream that misses an announcement finds the
+event in the log by its number.
 """
 
 import asyncio
@@ -22,7 +22,7 @@ from collections import defaultdict
 import structlog
 from asgiref.sync import async_to_sync
 from channels import DEFAULT_CHANNEL_LAYER
-from channels.layers import InMemoryChannelLayer, channel_layers, get_channel_layer
+from channels.layers import channel_layers, get_channel_layer
 
 logger = structlog.get_logger(__name__)
 
@@ -30,11 +30,6 @@ GROUP = "prototypes"
 MESSAGE_TYPE = "prototype.events"
 ORIGIN = f"{os.getpid()}.{uuid.uuid4().hex}"  # this process: its listener skips what the hub already delivered
 GROUP_REFRESH_SECONDS = 3600  # channels_redis drops group members after a day (group_expiry)
-
-
-def layer_crosses_processes() -> bool:
-    layer = get_channel_layer()
-    return layer is not None and not isinstance(layer, InMemoryChannelLayer)
 
 
 def as_message(event) -> dict:
@@ -165,8 +160,6 @@ def announce(logged: list) -> None:
         return
     messages = [as_message(event) for event in logged]
     hub.publish(messages)
-    if not layer_crosses_processes():
-        return
     try:
         running = asyncio.get_running_loop()
     except RuntimeError:

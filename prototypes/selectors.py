@@ -32,15 +32,9 @@ def prototypes_for_public_leads(*, public_ids: list[str]) -> dict[uuid.UUID, Pro
     return {prototype.lead_public_id: prototype for prototype in found}
 
 
-def prototype_events_after(*, prototype_id: int, number: int, limit: int = 500) -> list[PrototypeEvent]:
-    return list(PrototypeEvent.objects.filter(prototype_id=prototype_id, number__gt=number).order_by("number")[:limit])
-
-
 def prototypes_events_after(*, after: list[tuple[int, int]], limit: int = 500) -> list[list[PrototypeEvent]]:
-    """prototype_events_after for many `(prototype_id, number)` at once: one query on PostgreSQL (the
-    progress streams' log reads, a thousand when a thousand pages open), a list of events for each."""
-    if connection.vendor != "postgresql":
-        return [prototype_events_after(prototype_id=pk, number=number, limit=limit) for pk, number in after]
+    """For each `(prototype_id, number)`, the prototype's events after that number, in order, at most
+    `limit`; one query for all (the progress streams' log reads, a thousand when a thousand pages open)."""
     lowest: dict[int, int] = {}  # one read per prototype (two tabs of one page ask for it twice)
     for pk, number in after:
         lowest[pk] = min(number, lowest.get(pk, number))

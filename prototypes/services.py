@@ -52,27 +52,21 @@ VISITOR_CANCELLED = "This prototype was stopped by our team. We will be in touch
 def prototype_event_add(*, prototype_id: int, kind: str, data: dict) -> PrototypeEvent:
     """Log one event (numbered per prototype) and announce it to open streams once committed.
 
-    On PostgreSQL one statement numbers and inserts it (DML in WITH): every step of a
-    generation and of the processor logs one, so this is on the path of every stream.
+    One statement numbers and inserts it (DML in WITH): every step of a generation
+    and of the processor logs one, so this is on the path of every stream.
     """
-    if connection.vendor != "postgresql":
-        with transaction.atomic():
-            Prototype.objects.filter(pk=prototype_id).update(events=F("events") + 1)
-            number = Prototype.objects.values_list("events", flat=True).get(pk=prototype_id)
-            event = PrototypeEvent.objects.create(prototype_id=prototype_id, number=number, kind=kind, data=data)
-    else:
-        q = connection.ops.quote_name
-        table, events_table = q(Prototype._meta.db_table), q(PrototypeEvent._meta.db_table)
-        now = timezone.now()
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"WITH numbered AS (UPDATE {table} SET events = events + 1 WHERE id = %s RETURNING id, events)"
-                f" INSERT INTO {events_table} (prototype_id, number, kind, data, created_at)"
-                " SELECT id, events, %s, %s::jsonb, %s FROM numbered RETURNING id, number",
-                [prototype_id, kind, json.dumps(data), now],
-            )
-            pk, number = cursor.fetchone()
-        event = PrototypeEvent(pk=pk, prototype_id=prototype_id, number=number, kind=kind, data=data, created_at=now)
+    q = connection.ops.quote_name
+    table, events_table = q(Prototype._meta.db_table), q(PrototypeEvent._meta.db_table)
+    now = timezone.now()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"WITH numbered AS (UPDATE {table} SET events = events + 1 WHERE id = %s RETURNING id, events)"
+            f" INSERT INTO {events_table} (prototype_id, number, kind, data, created_at)"
+            " SELECT id, events, %s, %s::jsonb, %s FROM numbered RETURNING id, number",
+            [prototype_id, kind, json.dumps(data), now],
+        )
+        pk, number = cursor.fetchone()
+    event = PrototypeEvent(pk=pk, prototype_id=prototype_id, number=number, kind=kind, data=data, created_at=now)
     transaction.on_commit(lambda: events.announce([event]))
     return event
 
@@ -196,12 +190,11 @@ def prototypes_start(*, prototype_ids: list[int]) -> tuple[dict[int, Start], lis
     """prototype_start's first half for many prototypes at once, without the V0 call: every queued one →
     generating, logged; returns where each stands, and the events logged (the caller announces them).
 
-    The progress stream's relays start a thousand generations at once when a thousand pages open: on
-    PostgreSQL one statement moves and logs them all (DML in WITH), and the V0 calls are the caller's,
-    awaited on the event loop. With V0 not configured, or without PostgreSQL, each is prototype_start
-    (which announces its own events).
+    The progress stream's relays start a thousand generations at once when a thousand pages open: one
+    statement moves and logs them all (DML in WITH), and the V0 calls are the caller's, awaited on the
+    event loop. With V0 not configured each is prototype_start (which announces its own events).
     """
-    if v0.client_from_settings() is None or connection.vendor != "postgresql":
+    if v0.client_from_settings() is None:
         prototypes = [prototype_start(prototype_id=pk) for pk in prototype_ids]
         return {p.pk: Start(state=p.state, chat_id=p.chat_id, request=None) for p in prototypes}, []
     q = connection.ops.quote_name
@@ -235,15 +228,9 @@ def prototypes_start(*, prototype_ids: list[int]) -> tuple[dict[int, Start], lis
 
 def prototypes_chats_created(*, created: list[tuple[int, str, str]]) -> list[PrototypeEvent]:
     """The V0 chats that starts of prototypes_start created, `(prototype_id, chat_id, message_id)` each: kept
-    and logged as _create_chat does, in one statement on PostgreSQL. Returns the logged events for the
-    caller to announce (none without PostgreSQL: each is announced as it commits)."""
+    and logged as _create_chat does, in one statement. Returns the logged events for the caller to
+    announce."""
     if not created:
-        return []
-    if connection.vendor != "postgresql":
-        for prototype_id, chat_id, message_id in created:
-            with transaction.atomic():
-                Prototype.objects.filter(pk=prototype_id).update(chat_id=chat_id, message_id=message_id, last_error="")
-                _progress(Prototype.objects.get(pk=prototype_id), CHAT_CREATED, step=0)
         return []
     q = connection.ops.quote_name
     table, events_table = q(Prototype._meta.db_table), q(PrototypeEvent._meta.db_table)
@@ -276,18 +263,16 @@ def prototype_relay_steps_log(*, steps: list[tuple[int, str, int, str]]) -> list
     events: the caller announces them (the relays, on the event loop, all at once).
 
     The relays' hot path (an event per V0 step per generation), written in batches
-    (prototypes.stream.StepLog): on PostgreSQL one statement, in autocommit, numbers
-    the events, keeps the titles and inserts the events of the whole batch (DML in
-    WITH), instead of a locked read, two writes and a transaction per step; bench/sse
-    measured the difference.
+    (prototypes.stream.StepLog): one statement, in autocommit, numbers the events,
+    keeps the titles and inserts the events of the whole batch (DML in WITH), instead
+    of a locked read, two writes and a transaction per step; bench/sse measured the
+    difference.
     """
     if not steps:
         return []
     ids = [prototype_id for prototype_id, *_ in steps]
     if len(set(ids)) != len(ids):
         raise ValueError("at most one step per prototype in a batch")
-    if connection.vendor != "postgresql":
-        return [logged for step in steps if (logged := _relay_step_log(*step)) is not None]
     q = connection.ops.quote_name
     table, events_table = q(Prototype._meta.db_table), q(PrototypeEvent._meta.db_table)
     with connection.cursor() as cursor:
@@ -315,22 +300,6 @@ def _logged(rows) -> list[PrototypeEvent]:
         PrototypeEvent(prototype_id=pk, number=number, kind=kind, data=json.loads(data), created_at=created_at)
         for pk, number, data, created_at in rows
     ]
-
-
-def _relay_step_log(prototype_id: int, status: str, step: int, title: str) -> PrototypeEvent | None:
-    """One relay step without PostgreSQL (the zero-setup SQLite): a locked read, the writes, a transaction."""
-    with transaction.atomic():
-        prototype = Prototype.objects.select_for_update().get(pk=prototype_id)
-        if prototype.is_terminal:
-            return None
-        if title and title[:200] != prototype.title:
-            prototype.title = title[:200]
-            prototype.save(update_fields=["title"])
-        data = {"state": prototype.state, "status": status, "title": prototype.title, "step": step}
-        Prototype.objects.filter(pk=prototype_id).update(events=F("events") + 1)
-        number = Prototype.objects.values_list("events", flat=True).get(pk=prototype_id)
-        kind = PrototypeEvent.Kind.PROGRESS
-        return PrototypeEvent.objects.create(prototype_id=prototype_id, number=number, kind=kind, data=data)
 
 
 # --- the processor ------------------------------------------------------------------------------

@@ -166,9 +166,9 @@ async def _events(prototype: Prototype, after: int):
     PROTOTYPES_STREAM_MAX_SECONDS (the browser reconnects with its Last-Event-ID).
 
     The log is read at once (what happened before we subscribed), on a gap in the
-    numbers, and after a quiet spell: PROTOTYPES_STREAM_POLL_SECONDS where events of
-    other processes cannot reach us (the in-memory layer), the heartbeat interval
-    where they can. An event logged elsewhere while this process's relay goes on
+    numbers, and after a quiet spell: PROTOTYPES_STREAM_POLL_SECONDS while events of
+    other processes cannot reach us (the channel layer is down), the heartbeat
+    interval while they can. An event logged elsewhere while this process's relay goes on
     shows up as a gap at the relay's next event, so a stream that keeps hearing
     events in order has missed nothing and reads no log.
     """
@@ -217,8 +217,8 @@ def _completion(prototype: Prototype) -> dict:
 
 
 class Subscription:
-    """One stream's ear: the in-process hub, which the process's one layer listener also feeds when the
-    layer crosses processes (prototypes.events)."""
+    """One stream's ear: the in-process hub, which the process's one layer listener also feeds with other
+    processes' events (prototypes.events)."""
 
     def __init__(self, prototype_id: int):
         self.prototype_id = prototype_id
@@ -227,12 +227,11 @@ class Subscription:
 
     async def open(self):
         self._queue = events.hub.subscribe(self.prototype_id)
-        if events.layer_crosses_processes():
-            try:
-                await events.listener.ensure()
-                self.crosses_processes = True
-            except Exception as exc:  # the layer is down: this stream reads the log instead
-                logger.warning("prototype_stream_layer_unavailable", error=type(exc).__name__)
+        try:
+            await events.listener.ensure()
+            self.crosses_processes = True
+        except Exception as exc:  # the layer is down: this stream reads the log instead
+            logger.warning("prototype_stream_layer_unavailable", error=type(exc).__name__)
 
     async def next(self, timeout: float) -> dict | None:
         if not self._queue.empty():

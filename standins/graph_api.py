@@ -36,6 +36,7 @@ from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
+from standins.base import Received, StandIn
 from standins.platforms import FULL_NAME, PERSON
 
 ACCESS_TOKEN = "standin-page-access-token"
@@ -93,8 +94,10 @@ def lead_from_testing_tool(leadgen_id: str, *, form_id: str = "555555555555555",
     return lead(leadgen_id, placeholders, form_id=form_id, is_organic=True)
 
 
-class GraphApi:
+class GraphApi(StandIn):
     """The stand-in server: a real HTTP server on a free port, in a thread while used as a context manager."""
+
+    name = "facebook"
 
     def __init__(
         self,
@@ -106,6 +109,7 @@ class GraphApi:
         port: int = 0,
         version: str = VERSION,
     ):
+        super().__init__()
         self.access_token = access_token
         self.app_secret = app_secret
         self.invent_leads = invent_leads
@@ -158,14 +162,18 @@ class GraphApi:
 
     # --- serving -----------------------------------------------------------------------------
 
-    def __enter__(self):
-        # A short poll: leaving the block (shutdown) waits for the serving loop's next look.
+    def start(self) -> "GraphApi":
+        # A short poll: stopping (shutdown) waits for the serving loop's next look.
         threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
         return self
 
-    def __exit__(self, *exc_info):
+    def stop(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+    def settings(self) -> dict[str, str]:
+        # The page access token is per source (admin); only the address is a setting.
+        return {"FACEBOOK_GRAPH_URL": self.base_url}
 
     def serve_forever(self) -> None:
         try:
@@ -214,6 +222,8 @@ class GraphApi:
             )
             return 400, _error(message, "GraphMethodException", 100, subcode=33), {}
         wanted = [name.strip() for name in query["fields"].split(",")] if query.get("fields") else _DEFAULT_FIELDS
+        answers = {field["name"]: ", ".join(field["values"]) for field in found.get("field_data", [])}
+        self.record(Received(self.name, "lead", f"Lead {leadgen_id} fetched", detail=answers))
         return 200, {name: found[name] for name in ("id", *wanted) if name in found}, {}
 
 

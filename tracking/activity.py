@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from disposable_email_domains import blocklist as disposable_domains
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from config.db import fetch_models, storable_text, update_many
@@ -188,14 +188,9 @@ def mcp_tool_calls_record(calls: Sequence[McpToolCall]) -> dict[str, TrackedUser
     now = timezone.now()
     subs = sorted({call.sub for call in calls})
     with transaction.atomic():
-        lock = " FOR UPDATE" if connection.features.has_select_for_update else ""  # SQLite locks the file
         placeholders = ", ".join(["%s"] * len(subs))
-        users = {
-            user.sub: user
-            for user in fetch_models(
-                TrackedUser, f"SELECT {{columns}} FROM {_TABLE} WHERE sub IN ({placeholders}) ORDER BY sub{lock}", subs
-            )
-        }
+        sql = f"SELECT {{columns}} FROM {_TABLE} WHERE sub IN ({placeholders}) ORDER BY sub FOR UPDATE"
+        users = {user.sub: user for user in fetch_models(TrackedUser, sql, subs)}
         for sub in subs:
             if sub not in users:  # first contact through a tool call
                 first = min((call.at or now) for call in calls if call.sub == sub)

@@ -341,7 +341,6 @@ def summary(values):
 def main():
     check_services()
     call_command("migrate", verbosity=0)
-    call_command("createcachetable", verbosity=0)
     seconds = seed()
     counts = {
         "stores": Store.objects.count(), "leads": Lead.objects.count(), "contacts": Contact.objects.count(),

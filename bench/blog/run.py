@@ -4,8 +4,8 @@
 
 daphne serves both endpoints (bench/blog/settings.py adds the bare one,
 bench/blog/bare.py: one cache read of the same key, the same bytes); the
-fake WordPress of the tests (tests/blog/fake_wordpress.py) runs in this
-process and counts its calls.
+WordPress stand-in (standins/wordpress.py) runs in this process and
+counts its calls.
 
   warm:  --concurrency (100) closed-loop clients spread over --daphne-procs (2)
          processes; phases alternate between the two endpoints, --rounds each.
@@ -44,7 +44,7 @@ from bench.common import (  # noqa: E402
     stop_process,
     wait_http,
 )
-from tests.blog.fake_wordpress import FakeWordPress  # noqa: E402
+from standins.wordpress import WordPress  # noqa: E402
 
 OUT_DIR = ROOT / "bench" / "blog" / "out"  # git-ignored: daphne logs
 RESULTS = ROOT / "bench" / "blog" / "results.json"
@@ -68,7 +68,7 @@ def parse_args():
 
 
 ARGS = parse_args()
-FAKE = FakeWordPress().__enter__()
+FAKE = WordPress().start()
 BENCH_ENV = {
     "DJANGO_SETTINGS_MODULE": "bench.blog.settings",
     "PYTHONPATH": str(ROOT),
@@ -190,7 +190,7 @@ def main():
     finally:
         for process in daphnes:
             stop_process(process)
-        FAKE.__exit__(None, None, None)
+        FAKE.stop()
     summarize(results)
     RESULTS.write_text(json.dumps(results, indent=2) + "\n")
     print(f"\nwritten {RESULTS.relative_to(ROOT)}")

@@ -3,7 +3,7 @@
     scripts/with-services .venv/bin/python bench/chat/run.py [--chats 200] [--tokens 300] [--rounds 2]
 
 One daphne process serves POST /api/chat/stream (config.asgi:application, the
-production settings) in front of bench/chat/fake_agent.py, which streams
+production settings) in front of the agent stand-in (standins/agent.py), which streams
 --tokens deltas --interval-ms apart per answer. Phases alternate:
 
   direct: --chats WebSocket clients at once, straight to the fake agent (the
@@ -255,8 +255,8 @@ def main():
     call_command("migrate", verbosity=0, interactive=False)
     env = {**os.environ, **BENCH_ENV}
     agent = start_process(
-        "fake_agent",
-        [sys.executable, "bench/chat/fake_agent.py", "--port", str(AGENT_PORT), "--tokens", str(ARGS.tokens),
+        "agent",
+        [sys.executable, "-m", "standins.agent", "--port", str(AGENT_PORT), "--tokens", str(ARGS.tokens),
          "--interval-ms", str(ARGS.interval_ms)],
         env=env, out_dir=OUT_DIR,
     )  # fmt: skip

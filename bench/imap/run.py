@@ -77,8 +77,8 @@ from crm.events import LEAD_CREATED  # noqa: E402
 from crm.models import Contact, Task, TimelineEvent  # noqa: E402
 from jobs.models import Job, JobAttempt  # noqa: E402
 from leadgen.models import Lead  # noqa: E402
+from standins.mailbox import Dovecot  # noqa: E402
 from stores.models import Store  # noqa: E402
-from tests.tracking.dovecot import Dovecot  # noqa: E402
 from tests.tracking.support import imap_session, lead_message  # noqa: E402
 from tracking.models import ENV_MAILBOX_NAME  # noqa: E402
 from tracking.services import POLL_KIND, lead_write_breaker  # noqa: E402

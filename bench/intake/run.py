@@ -3,7 +3,7 @@
     scripts/with-services .venv/bin/python bench/intake/run.py [--rounds 3] [--duration 8]
 
 daphne serves both endpoints (bench/intake/settings.py adds the bare one,
-bench/intake/bare.py); a fake OpenAI-compatible server (bench/intake/fake_llm.py)
+bench/intake/bare.py); a fake OpenAI-compatible server (standins.llm)
 is the classifier upstream. Phases alternate between the two endpoints:
 
   scenario 1: upstream answers at once, --c1 (32) concurrent clients, intake vs bare:
@@ -670,8 +670,8 @@ def main():
     if variant:
         print(f"variant: {info['variant']}", flush=True)
 
-    fake = start_process("fake_llm", [sys.executable, "bench/intake/fake_llm.py", "--port", str(FAKE_PORT)],
-                         env=dict(os.environ), out_dir=OUT_DIR)  # fmt: skip
+    llm = [sys.executable, "-m", "standins.llm", "--port", str(FAKE_PORT), "--api-key", "bench-key"]
+    fake = start_process("fake_llm", llm, env=dict(os.environ), out_dir=OUT_DIR)
     phases, failed_check, profiles = [], False, {}
     try:
         wait_http(fake, f"{FAKE_URL}/_stats")

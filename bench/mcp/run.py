@@ -9,7 +9,8 @@ Servers (each its own process on uvicorn, both started before the first phase):
          request), the tool wrapper (`context` validated and stripped, the per-user rate counted in
          Redis, the call recorded in PostgreSQL).
 
-bench/mcp/fake_upstream.py plays Kapa (retrieval answers after --delay-ms, 20 ms) and the tenant's JWKS.
+The Kapa stand-in (standins/kapa.py, its own process) answers retrieval after --delay-ms (20 ms); the Auth0
+stand-in (standins/auth0.py, in this process) signs the clients' tokens and serves its JWKS.
 Each phase runs --clients concurrent MCP clients (a session each: initialize, then tools/call in a loop,
 JSON-RPC over HTTP with aiohttp) for --warmup + --duration seconds; the order of the servers rotates each
 round. Calls per second and p50/p99 latency are over the measured seconds. After each phase of ours the
@@ -147,30 +148,21 @@ def main():
     django.setup()
     check_services()
     machine = machine_info()  # before the servers start: the load the host had of its own
-    from joserfc import jwt
-    from joserfc.jwk import RSAKey
+    from standins.auth0 import Auth0
 
     OUT_DIR.mkdir(parents=True, exist_ok=True)
     subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v0"], check=True)
-    key = RSAKey.generate_key(2048, parameters={"kid": "bench-1", "use": "sig", "alg": "RS256"})
-    jwks_file = OUT_DIR / "jwks.json"
-    jwks_file.write_text(json.dumps({"keys": [key.as_dict(private=False)]}))
+    auth0 = Auth0(audience=AUDIENCE).start()  # its JWKS is fetched once per server process: nothing to measure
 
     upstream_port = free_port()
     upstream = f"http://127.0.0.1:{upstream_port}"
     subs = [f"auth0|bench-{n}" for n in range(args.clients)]
-    now = int(time.time())
-    tokens = [
-        jwt.encode({"alg": "RS256", "kid": "bench-1"},
-                   {"iss": f"{upstream}/", "aud": AUDIENCE, "sub": sub, "azp": "bench", "iat": now, "exp": now + 7200},
-                   key, algorithms=["RS256"])
-        for sub in subs
-    ]  # fmt: skip
+    tokens = [auth0.mint(sub, exp=int(time.time()) + 7200) for sub in subs]
 
     ports = {name: free_port() for name in ("bare", "ours")}
     env = dict(os.environ)
     env.update(
-        AUTH0_DOMAIN=upstream, MCP_AUDIENCE=AUDIENCE, KAPA_API_URL=upstream, KAPA_API_KEY="bench",
+        AUTH0_DOMAIN=auth0.domain, MCP_AUDIENCE=AUDIENCE, KAPA_API_URL=upstream, KAPA_API_KEY="bench",
         KAPA_PROJECT_ID="bench", KAPA_OWNER_SALT="bench-salt", MCP_TOOL_CALLS_RATE="1000000/min",
         ALLOWED_HOSTS="127.0.0.1,localhost", DATA_DIR=str(OUT_DIR / "data"),
     )  # fmt: skip
@@ -184,12 +176,13 @@ def main():
     processes = [
         start_process(
             "upstream",
-            [sys.executable, "bench/mcp/fake_upstream.py", str(upstream_port), str(args.delay_ms), str(jwks_file)],
+            [sys.executable, "-m", "standins.kapa", "--port", str(upstream_port), "--retrieval-ms", str(args.delay_ms),
+             "--api-key", "bench", "--project-id", "bench"],
             env=env, out_dir=OUT_DIR,
         )
     ]  # fmt: skip
     try:
-        wait_http(processes[0], f"{upstream}/.well-known/jwks.json")
+        wait_http(processes[0], f"{upstream}/")
         for name in servers:
             processes.append(start_process(name, commands[name],
                                            env={**env, "SITE_URL": f"http://127.0.0.1:{ports[name]}"}, out_dir=OUT_DIR))
@@ -223,6 +216,7 @@ def main():
     finally:
         for process in reversed(processes):
             stop_process(process)
+        auth0.stop()
 
     summary = {
         name: {

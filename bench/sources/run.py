@@ -3,7 +3,7 @@
     scripts/with-services .venv/bin/python bench/sources/run.py [--rounds 3] [--duration 8]
 
 The same web processes as bench/intake (`--daphne-procs` daphne processes, the
-project's settings) serve both endpoints; bench/intake/fake_llm.py is the
+project's settings) serve both endpoints; standins.llm is the
 classifier upstream and answers at once (--upstream-ms). A generic-JSON inbound
 source (Standard Webhooks, a `whsec_` secret, confirmation emails on, so its leads
 set off the same jobs as the web form's) is created in the fresh database first. Each
@@ -822,8 +822,8 @@ def main():
           f"{info['database_pool_per_process']}; daphne env {info['daphne_env_overrides'] or 'as configured'}",
           flush=True)  # fmt: skip
 
-    fake = start_process("fake_llm", [sys.executable, "bench/intake/fake_llm.py", "--port", str(FAKE_PORT)],
-                         env=dict(os.environ), out_dir=OUT_DIR)  # fmt: skip
+    llm = [sys.executable, "-m", "standins.llm", "--port", str(FAKE_PORT), "--api-key", "bench-key"]
+    fake = start_process("fake_llm", llm, env=dict(os.environ), out_dir=OUT_DIR)
     phases, failed_check, profile_result, retries = [], False, None, {}
     try:
         wait_http(fake, f"{FAKE_URL}/_stats")

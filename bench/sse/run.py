@@ -2,7 +2,7 @@
 
     scripts/with-services .venv/bin/python bench/sse/run.py [--streams 1000] [--parts 60] [--interval 1.0]
 
-A fake V0 server in its own process (bench/sse/fake_upstream.py) streams every
+A fake V0 server in its own process (standins.v0) streams every
 generation as --parts part frames, one every --interval seconds. One daphne
 serves both endpoints (bench/sse/settings.py):
 
@@ -60,7 +60,15 @@ OUT_DIR.mkdir(parents=True, exist_ok=True)
 soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
 resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # daphne inherits it: thousands of sockets
 
-from bench.common import BenchError, check_services, machine_info, start_process, stop_process  # noqa: E402
+from bench.common import (  # noqa: E402
+    BenchError,
+    check_services,
+    free_port,
+    machine_info,
+    start_process,
+    stop_process,
+    wait_http,
+)
 
 STARTED = []  # what this run started: stopped however it ends
 
@@ -93,17 +101,15 @@ for _signal in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
 
 
 def start_fake():
-    url_file, emitted = OUT_DIR / "fake_url", OUT_DIR / "emitted.json"
-    url_file.unlink(missing_ok=True)
-    command = [sys.executable, "bench/sse/fake_upstream.py", "--parts", str(ARGS.parts), "--interval",
-               str(ARGS.interval), "--emitted", str(emitted), "--url-file", str(url_file)]  # fmt: skip
+    """The V0 stand-in: each message ends with its stream (no finish of its own, no plan), as the bench reads it."""
+    emitted, port = OUT_DIR / "emitted.json", free_port()
+    command = [sys.executable, "-m", "standins.v0", "--port", str(port), "--api-key", "bench-key", "--parts",
+               str(ARGS.parts), "--interval", str(ARGS.interval), "--finish-after", "0", "--plan-every", "0",
+               "--emitted", str(emitted)]  # fmt: skip
     process = start("fake-v0", command)
-    deadline = time.monotonic() + 30
-    while not url_file.exists():
-        if process.poll() is not None or time.monotonic() > deadline:
-            raise BenchError("the fake upstream did not start")
-        time.sleep(0.1)
-    return process, url_file.read_text(), emitted
+    url = f"http://127.0.0.1:{port}/v2"
+    wait_http(process, f"{url}/chats", timeout=30)
+    return process, url, emitted
 
 
 FAKE, FAKE_URL, EMITTED = start_fake()

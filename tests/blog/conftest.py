@@ -1,7 +1,7 @@
 import pytest
 from django.core.cache import cache
 
-from tests.blog.fake_wordpress import FakeWordPress
+from standins.wordpress import WordPress
 
 
 @pytest.fixture(autouse=True)
@@ -14,8 +14,8 @@ def empty_cache():
 
 @pytest.fixture
 def wordpress(settings):
-    """A running fake WordPress the blog is configured to read from."""
-    with FakeWordPress() as fake:
+    """A running WordPress stand-in the blog is configured to read from."""
+    with WordPress() as fake:
         settings.WORDPRESS_API_URL = fake.api_url
         settings.WORDPRESS_TIMEOUT_SECONDS = 1.0
         settings.SITE_URL = "https://www.example.com"

@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from tests.blog.fake_wordpress import make_post
+from standins.wordpress import make_post
 
 
 def get(client, path, **headers):

@@ -10,7 +10,7 @@ from django.core.cache import cache
 from standardwebhooks.webhooks import Webhook
 
 from blog import cache as posts_cache
-from tests.blog.fake_wordpress import make_post
+from standins.wordpress import make_post
 
 KEY = "purge-key-for-tests"
 SECRET = "whsec_" + base64.b64encode(b"0123456789abcdef0123456789abcdef").decode()

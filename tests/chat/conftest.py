@@ -8,7 +8,7 @@ from django.core.cache import cache
 
 from chat import relay
 from config.asgi import application
-from tests.chat.fakes import FakeAgent, FakeAgentOS
+from standins.agent import Agent
 
 CHAT_KEY = "chat-key-for-tests"
 SESSION = "visitor-session-1"
@@ -31,18 +31,16 @@ def chat_settings(settings):
 
 @pytest.fixture
 def fake_agent(settings):
-    agent = FakeAgent().start()
-    settings.CHAT_AGENT_URL = agent.url
-    yield agent
-    agent.stop()
+    with Agent() as agent:
+        settings.CHAT_AGENT_URL = agent.url
+        yield agent
 
 
 @pytest.fixture
-def fake_agentos(settings, httpserver):
-    agent = FakeAgentOS(httpserver, token="agent-token")
-    settings.CHAT_AGENT_URL = agent.url
-    yield agent
-    agent.stopping.set()
+def fake_agentos(settings):
+    with Agent(token="agent-token") as agent:
+        settings.CHAT_AGENT_URL = agent.agentos_url
+        yield agent
 
 
 @dataclass

@@ -41,7 +41,7 @@ def test_the_answer_streams_token_by_token_and_both_messages_are_saved(fake_agen
     assert answer.metadata == {"intent": "prototype", "lead_created": False, "run_id": "run-1"}
     session = ChatSession.objects.get()
     assert (session.session_id, session.client_ip) == (SESSION, "198.51.100.7")
-    assert fake_agent.received == [{"query": QUESTION["message"], "session_id": SESSION, "user_ip": "198.51.100.7"}]
+    assert fake_agent.runs == [{"query": QUESTION["message"], "session_id": SESSION, "user_ip": "198.51.100.7"}]
     assert fake_agent.headers[0]["Authorization"] == "Bearer agent-token"
 
 
@@ -111,7 +111,7 @@ def test_without_the_right_key_nothing_is_saved(fake_agent, key):
     assert result.status == 401
     assert result.json()["error"]["code"] == "invalid_credentials"
     assert not ChatSession.objects.exists() and not ChatMessage.objects.exists()
-    assert fake_agent.received == []
+    assert fake_agent.runs == []
 
 
 @pytest.mark.parametrize(
@@ -188,7 +188,7 @@ def test_agentos_answers_stream_through_the_same_relay(fake_agentos):
     assert result.named("token") == [{"content": token} for token in fake_agentos.tokens]
     assert result.events[-1][2] - result.events[0][2] > 0.2
     assert result.named("done")[0]["content"] == fake_agentos.full_answer
-    assert fake_agentos.received == [
+    assert fake_agentos.runs == [
         {"message": QUESTION["message"], "stream": "true", "session_id": SESSION, "user_id": "198.51.100.7"}
     ]
     assert fake_agentos.headers[0]["Authorization"] == "Bearer agent-token"
@@ -262,4 +262,4 @@ def test_a_database_outage_is_a_503_to_come_back_to_not_a_500(fake_agent, tmp_pa
     assert response.status_code == 503, response.content
     assert response.json()["error"]["code"] == "database_unavailable"
     assert int(response.headers["Retry-After"]) > 0
-    assert fake_agent.received == []
+    assert fake_agent.runs == []

@@ -12,7 +12,7 @@ import pytest
 from playwright.sync_api import expect
 
 from chat.models import ChatMessage
-from tests.chat.fakes import FakeAgent
+from standins.agent import Agent
 from tests.conftest import free_port, subprocess_env
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -23,7 +23,7 @@ TOKENS = [f"word{index} " for index in range(20)]
 
 @pytest.fixture
 def agent():
-    fake = FakeAgent().start()
+    fake = Agent().start()
     fake.tokens = list(TOKENS)
     fake.delay = 0.15
     yield fake

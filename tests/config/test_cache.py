@@ -2,12 +2,9 @@
 
 import threading
 
-import pytest
 import redis
 from django.conf import settings
 from django.core.cache import caches
-
-pytestmark = pytest.mark.skipif(not settings.REDIS_URL, reason="the Redis cache is configured with REDIS_URL")
 
 
 def in_new_thread(fn):

@@ -1,4 +1,5 @@
-"""The database settings built from the environment, read as a fresh process would (settings load once)."""
+"""The database settings built from the environment, read as a fresh process would (settings load once), and
+the servers every run needs: PostgreSQL and Redis."""
 
 import json
 import os
@@ -39,3 +40,22 @@ def test_web_processes_use_a_pool_and_workers_keep_one_connection():
 def test_prepared_statements_can_be_switched_off_for_a_transaction_pooler():
     got = database_settings(DATABASE_URL="postgres://leads@db.example/leads", DATABASE_PREPARED_STATEMENTS="false")
     assert "server_side_binding" not in got["options"] and "prepare_threshold" not in got["options"]
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        # Empty rather than absent: a developer's .env cannot fill it in (it never overrides the environment).
+        ({"DATABASE_URL": ""}, "DATABASE_URL is required: a PostgreSQL URL"),
+        ({"DATABASE_URL": "sqlite:////tmp/leads.sqlite3"}, "DATABASE_URL must be a PostgreSQL URL (postgres://…)"),
+        ({"REDIS_URL": ""}, "REDIS_URL is required: a Redis URL"),
+    ],
+)
+def test_settings_refuse_to_load_without_postgresql_or_redis(env, message):
+    environment = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings", **env}
+    out = subprocess.run([sys.executable, "-c", "import django; django.setup()"], env=environment, capture_output=True,
+                         text=True)  # fmt: skip
+    assert out.returncode != 0
+    assert "ImproperlyConfigured" in out.stderr and message in out.stderr
+    assert "sqlite:///tmp" not in out.stderr, "the URL itself is not repeated: it may hold a password"
+    assert "`make run` and scripts/with-services start local PostgreSQL and Redis servers" in out.stderr

@@ -1,4 +1,4 @@
-"""The MCP server's upstream clients against local fakes: Auth0 access tokens, Kapa, the docs site."""
+"""The MCP server's upstream clients against the Auth0 and Kapa stand-ins and a local docs site."""
 
 import hashlib
 
@@ -9,46 +9,38 @@ from integrations.auth0.access_tokens import AccessTokenVerifier, InvalidAccessT
 from integrations.docs_site.client import DocsSiteClient, PageRefused, origin_of
 from integrations.kapa.client import DocsChunk, KapaClient
 from jobs import PermanentError, TransientError
-from tests.docs_mcp.fakes import API_KEY, AUDIENCE, PROJECT, TENANT_KEY, FakeAuth0, FakeKapa, serve_docs_site
-from tests.fake_oidc import rsa_signing_key
+from standins.auth0 import AUDIENCE, rsa_signing_key
+from standins.kapa import API_KEY, PROJECT
+from tests.docs_mcp.conftest import serve_docs_site
 
 
-def jwks_requests(httpserver) -> int:
-    return sum(request.path == "/.well-known/jwks.json" for request, _ in httpserver.log)
-
-
-def test_a_token_is_checked_against_the_tenant_keys_fetched_once(httpserver):
-    auth0 = FakeAuth0(httpserver)
+def test_a_token_is_checked_against_the_tenant_keys_fetched_once(auth0):
     verifier = AccessTokenVerifier(auth0.domain, audience=AUDIENCE)
     with pytest.raises(KeySetOutdated):
         verifier.verified_claims(auth0.mint("auth0|ada"), may_fetch=False)  # no I/O on the event loop
     assert verifier.verified_claims(auth0.mint("auth0|ada"))["sub"] == "auth0|ada"
     assert verifier.verified_claims(auth0.mint("auth0|ada"), may_fetch=False)["sub"] == "auth0|ada"
-    assert jwks_requests(httpserver) == 1
+    assert auth0.jwks_requests == 1
 
 
-def test_a_rotated_key_is_fetched_again_but_not_more_than_once_a_minute(httpserver, monkeypatch):
-    auth0 = FakeAuth0(httpserver)
+def test_a_rotated_key_is_fetched_again_but_not_more_than_once_a_minute(auth0, monkeypatch):
     verifier = AccessTokenVerifier(auth0.domain, audience=AUDIENCE)
     verifier.verified_claims(auth0.mint("auth0|ada"))
     new_key = rsa_signing_key("tenant-key-2")
-    httpserver.clear()
-    httpserver.expect_request("/.well-known/jwks.json").respond_with_json(
-        {"keys": [TENANT_KEY.as_dict(private=False), new_key.as_dict(private=False)]}
-    )
+    auth0.keys.append(new_key)  # the tenant rotates: the new key is published beside the old one
+    auth0.jwks_requests = 0
     with pytest.raises(InvalidAccessToken):  # within a minute of the last fetch: no new fetch
         verifier.verified_claims(auth0.mint("auth0|ada", key=new_key))
     monkeypatch.setattr(access_tokens, "JWKS_REFRESH_SECONDS", 0)
     assert verifier.verified_claims(auth0.mint("auth0|ada", key=new_key))["sub"] == "auth0|ada"
-    assert jwks_requests(httpserver) == 1
+    assert auth0.jwks_requests == 1
 
 
 @pytest.mark.parametrize(
     "overrides",
     [{"alg_none": True}, {"aud": "https://other.example.com/"}, {"exp": 1_700_000_000}, {"iss": "https://x.example/"}],
 )
-def test_tokens_that_fail_a_check_are_refused(httpserver, overrides):
-    auth0 = FakeAuth0(httpserver)
+def test_tokens_that_fail_a_check_are_refused(auth0, overrides):
     verifier = AccessTokenVerifier(auth0.domain, audience=AUDIENCE)
     if overrides.pop("alg_none", False):
         token = "eyJhbGciOiJub25lIiwia2lkIjoidGVuYW50LWtleS0xIn0.eyJzdWIiOiJhdXRoMHxhZGEifQ."
@@ -58,15 +50,14 @@ def test_tokens_that_fail_a_check_are_refused(httpserver, overrides):
         verifier.verified_claims(token)
 
 
-def test_an_unreachable_tenant_is_transient(httpserver):
+def test_an_unreachable_tenant_is_transient(auth0):
     verifier = AccessTokenVerifier("http://127.0.0.1:9", audience=AUDIENCE)
     with pytest.raises(TransientError):
-        verifier.verified_claims(FakeAuth0(httpserver).mint("auth0|ada"))
+        verifier.verified_claims(auth0.mint("auth0|ada"))
 
 
-def test_kapa_search_reads_titles_from_the_breadcrumb_heading(httpserver):
-    kapa = FakeKapa(httpserver)
-    client = KapaClient(httpserver.url_for("/"), api_key=API_KEY, project_id=PROJECT)
+def test_kapa_search_reads_titles_from_the_breadcrumb_heading(kapa):
+    client = KapaClient(kapa.origin, api_key=API_KEY, project_id=PROJECT)
     chunks = client.search("tls", limit=3)
     assert [chunk.title for chunk in chunks] == ["Result 1 for tls", "Result 2 for tls", "Result 3 for tls"]
     assert chunks[0].url == "https://docs.example.com/page-1"
@@ -87,10 +78,9 @@ def test_a_chunk_without_a_heading_is_titled_by_its_url(httpserver):
     assert client.search("faq") == [DocsChunk(title=faq, url=faq, content="Plain text, no heading.")]
 
 
-def test_kapa_ask_starts_a_thread_attributed_to_the_owner_id(httpserver, settings):
+def test_kapa_ask_starts_a_thread_attributed_to_the_owner_id(kapa, settings):
     settings.KAPA_OWNER_SALT = "salt"
-    kapa = FakeKapa(httpserver)
-    client = KapaClient(httpserver.url_for("/"), api_key=API_KEY, project_id=PROJECT, integration_id="int-mcp")
+    client = KapaClient(kapa.origin, api_key=API_KEY, project_id=PROJECT, integration_id="int-mcp")
     answer = client.ask("auth0|ada", "How?")
     assert answer.answer == "To how?, set the option." and answer.uncertain is False
     assert answer.sources == [DocsChunk(title="Configuration", url="https://docs.example.com/config", content="")]
@@ -103,9 +93,8 @@ def test_kapa_ask_starts_a_thread_attributed_to_the_owner_id(httpserver, setting
     ("key", "status", "error"),
     [("", 401, PermanentError), ("wrong-key", 401, PermanentError), (API_KEY, 400, PermanentError)],
 )
-def test_kapa_refusals_are_permanent(httpserver, key, status, error):
-    kapa = FakeKapa(httpserver)
-    client = KapaClient(httpserver.url_for("/"), api_key=key, project_id=PROJECT)
+def test_kapa_refusals_are_permanent(kapa, key, status, error):
+    client = KapaClient(kapa.origin, api_key=key, project_id=PROJECT)
     with pytest.raises(error, match=str(status)):
         client.search("   ")
     assert len(kapa.requests) == 1

@@ -11,9 +11,10 @@ from django.db import connection
 from joserfc.jwk import RSAKey
 
 from jobs import runtime as job_runtime
+from standins.auth0 import AUDIENCE
+from standins.kapa import API_KEY, PROJECT
 from tests.conftest import free_port
 from tests.docs_mcp.conftest import OWNER_SALT, mcp_session
-from tests.docs_mcp.fakes import API_KEY, AUDIENCE, PROJECT
 from tests.tracking.support import run_jobs
 from tracking import sync
 from tracking.models import TrackedUser
@@ -135,14 +136,12 @@ def test_ask_docs_questions_feed_the_daily_kapa_engagement(mcp_server, auth0, ka
     assert user.kapa_last_interaction_at is not None and user.kapa_refreshed_at is not None
 
 
-def test_kapa_refusing_is_a_tool_error_the_agent_can_read(mcp_server, auth0, httpserver):
+def test_kapa_refusing_is_a_tool_error_the_agent_can_read(mcp_server, auth0, kapa):
     """Kapa's throttle (429, Retry-After) and a refused key (401) as Kapa answers them: tool errors, calls recorded."""
-    httpserver.expect_request(f"/query/v1/projects/{PROJECT}/retrieval/", method="POST").respond_with_json(
-        {"detail": "Request was throttled. Expected available in 3 seconds."}, status=429, headers={"Retry-After": "3"}
+    kapa.fail_next(
+        429, {"detail": "Request was throttled. Expected available in 3 seconds."}, headers={"Retry-After": "3"}
     )
-    httpserver.expect_request(f"/query/v1/projects/{PROJECT}/chat/", method="POST").respond_with_json(
-        {"detail": "Invalid API key."}, status=401
-    )
+    kapa.fail_next(401, {"detail": "Invalid API key."})
 
     async def scenario():
         async with mcp_session(mcp_server, auth0.mint("auth0|ada")) as session:

@@ -11,8 +11,8 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture(scope="module")
-def strict_mcp_server(django_db_setup, make_httpserver, tmp_path_factory):
-    yield from serve_mcp(make_httpserver, tmp_path_factory, MCP_TOOL_CALLS_RATE="3/min")
+def strict_mcp_server(django_db_setup, upstream_ports, make_httpserver, tmp_path_factory):
+    yield from serve_mcp(upstream_ports, make_httpserver, tmp_path_factory, MCP_TOOL_CALLS_RATE="3/min")
 
 
 def test_calls_past_the_rate_are_refused_per_user(strict_mcp_server, auth0, kapa):

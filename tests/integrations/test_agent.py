@@ -1,4 +1,4 @@
-"""The agent clients against the local fakes: one iterator of events, failures mapped as for HTTP."""
+"""The agent clients against the local stand-in: one iterator of events, failures mapped as for HTTP."""
 
 import asyncio
 
@@ -6,7 +6,7 @@ import pytest
 
 from integrations.agent import AgentEvent, AgentOSClient, Timeouts, WebSocketAgentClient, client_from_settings
 from jobs import PermanentError, TransientError
-from tests.chat.fakes import AGENT_ID, FakeAgent, FakeAgentOS
+from standins.agent import AGENT_ID, Agent
 
 TIMEOUTS = Timeouts(connect=1.0, first_token=1.0, total=3.0)
 
@@ -20,16 +20,15 @@ def collect(client):
 
 @pytest.fixture
 def agent():
-    fake = FakeAgent().start()
-    yield fake
-    fake.stop()
+    with Agent() as fake:
+        yield fake
 
 
 def test_a_websocket_answer_is_its_deltas_then_the_completed_event(agent):
     events = collect(WebSocketAgentClient(agent.url, token="t", timeouts=TIMEOUTS))
     assert events[:-1] == [AgentEvent("token", token) for token in agent.tokens]
     assert events[-1] == AgentEvent("completed", agent.full_answer, {**agent.metadata, "run_id": "run-1"})
-    assert agent.received == [{"query": "Hi", "session_id": "s-1", "user_ip": "192.0.2.5"}]
+    assert agent.runs == [{"query": "Hi", "session_id": "s-1", "user_ip": "192.0.2.5"}]
 
 
 def test_without_a_token_no_authorization_header_is_sent(agent):
@@ -65,34 +64,28 @@ def test_a_stalled_websocket_times_out(agent):
 
 @pytest.mark.parametrize(("status", "error"), [(401, PermanentError), (403, PermanentError), (503, TransientError)])
 def test_a_refused_handshake_maps_like_http(status, error):
-    fake = FakeAgent(reject_status=status).start()
-    try:
-        with pytest.raises(error, match=str(status)):
-            collect(WebSocketAgentClient(fake.url, timeouts=TIMEOUTS))
-    finally:
-        fake.stop()
+    with Agent(reject_status=status) as fake, pytest.raises(error, match=str(status)):
+        collect(WebSocketAgentClient(fake.url, timeouts=TIMEOUTS))
 
 
-def test_an_agentos_run_is_read_from_its_sse_frames(httpserver):
-    fake = FakeAgentOS(httpserver, token="t")
-    events = collect(AgentOSClient(fake.url, agent_id=AGENT_ID, token="t", timeouts=TIMEOUTS))
+def test_an_agentos_run_is_read_from_its_sse_frames():
+    with Agent(token="t") as fake:
+        events = collect(AgentOSClient(fake.agentos_url, agent_id=AGENT_ID, token="t", timeouts=TIMEOUTS))
     assert "".join(event.content for event in events[:-1]) == fake.full_answer
     assert events[-1].kind == "completed" and events[-1].content == fake.full_answer
-    assert fake.received[0] == {"message": "Hi", "stream": "true", "session_id": "s-1", "user_id": "192.0.2.5"}
+    assert fake.runs[0] == {"message": "Hi", "stream": "true", "session_id": "s-1", "user_id": "192.0.2.5"}
 
 
 @pytest.mark.parametrize(("status", "error"), [(404, PermanentError), (429, TransientError), (502, TransientError)])
-def test_agentos_statuses_map_like_http(httpserver, status, error):
-    fake = FakeAgentOS(httpserver, status=status)
-    with pytest.raises(error, match=str(status)):
-        collect(AgentOSClient(fake.url, agent_id=AGENT_ID, timeouts=TIMEOUTS))
+def test_agentos_statuses_map_like_http(status, error):
+    with Agent(reject_status=status) as fake, pytest.raises(error, match=str(status)):
+        collect(AgentOSClient(fake.agentos_url, agent_id=AGENT_ID, timeouts=TIMEOUTS))
 
 
-def test_agentos_cut_short_is_a_transient_error(httpserver):
-    fake = FakeAgentOS(httpserver)
-    fake.mode = "drop"
+def test_agentos_cut_short_is_a_transient_error(agent):
+    agent.mode = "drop"
     with pytest.raises(TransientError):
-        collect(AgentOSClient(fake.url, agent_id=AGENT_ID, timeouts=TIMEOUTS))
+        collect(AgentOSClient(agent.agentos_url, agent_id=AGENT_ID, timeouts=TIMEOUTS))
 
 
 def test_the_url_scheme_picks_the_transport(settings):

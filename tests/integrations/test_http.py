@@ -16,8 +16,8 @@ from werkzeug import Response
 
 from integrations.http import HttpClient
 from jobs.errors import PermanentError, TransientError
+from standins.mailbox import make_self_signed_certificate
 from tests.conftest import free_port
-from tests.tracking.dovecot import make_self_signed_certificate
 
 
 class ExampleClient(HttpClient):

@@ -1,16 +1,15 @@
-"""Kapa engagement against a local fake of Kapa's agent API: owner session, paged thread list, thread details."""
+"""Kapa engagement against the Kapa stand-in's agent API: owner session, paged thread list, thread details."""
 
-import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.core.exceptions import ImproperlyConfigured
-from werkzeug import Response
 
 from integrations.kapa.client import MAX_QUESTIONS, MAX_THREAD_DETAILS, KapaClient, client_from_settings
 from integrations.kapa.competitors import competitor_rules, count_mentions
 from integrations.kapa.identity import kapa_owner_id
 from jobs.errors import PermanentError, TransientError
+from standins.kapa import Kapa
 
 SALT = "s3cret-salt"
 SUB = "auth0|64f1c2e9"
@@ -28,46 +27,6 @@ def owner_salt(settings):
     settings.KAPA_OWNER_SALT = SALT
 
 
-class FakeKapa:
-    """Kapa's agent API: a session for one owner (as Kapa documents it), their threads in pages and each
-    thread's messages (as Kapa's live API answers the chat widget's history)."""
-
-    def __init__(self, httpserver, threads, *, page_size=2):
-        self.threads = threads  # newest last, as a list comes back in no promised order
-        self.page_size = page_size
-        self.detail_requests = []
-        httpserver.expect_request(
-            f"/agent/v1/projects/{PROJECT}/agent/sessions/",
-            method="POST",
-            headers={"X-API-Key": API_KEY},
-            json={"external_owner_id": OWNER_ID},
-        ).respond_with_json({"session_token": SESSION_TOKEN, "expires_at": "2026-07-24T13:00:00Z"})
-        httpserver.expect_request(
-            "/agent/v1/agent/threads/", method="GET", headers={"Authorization": f"Bearer {SESSION_TOKEN}"}
-        ).respond_with_handler(self.page)
-        for thread in threads:
-            httpserver.expect_request(
-                f"/agent/v1/agent/threads/{thread['id']}/", headers={"Authorization": f"Bearer {SESSION_TOKEN}"}
-            ).respond_with_handler(self.detail)
-
-    def page(self, request):
-        start = int(request.args.get("cursor") or 0)
-        end = start + self.page_size
-        results = [
-            {k: t[k] for k in ("id", "title", "message_count", "last_activity_at")} for t in self.threads[start:end]
-        ]
-        return Response(
-            json.dumps({"results": results, "next_cursor": str(end) if end < len(self.threads) else None}),
-            content_type="application/json",
-        )
-
-    def detail(self, request):
-        thread_id = request.path.rstrip("/").rsplit("/", 1)[1]
-        self.detail_requests.append(thread_id)
-        thread = next(t for t in self.threads if t["id"] == thread_id)
-        return Response(json.dumps(thread), content_type="application/json")
-
-
 def thread(number, *questions, minutes_ago):
     messages = []
     for question in questions:
@@ -82,23 +41,29 @@ def thread(number, *questions, minutes_ago):
     }
 
 
+def kapa_client(base_url):
+    return KapaClient(base_url, api_key=API_KEY, project_id=PROJECT, competitors=["Confluent", "Amazon MSK", "Kafka"])
+
+
 @pytest.fixture
 def client(httpserver):
-    return KapaClient(
-        httpserver.url_for("/"), api_key=API_KEY, project_id=PROJECT, competitors=["Confluent", "Amazon MSK", "Kafka"]
-    )
+    return kapa_client(httpserver.url_for("/"))
 
 
-def test_engagement_pages_the_list_and_reads_questions_newest_first(httpserver, client):
-    FakeKapa(
-        httpserver,
-        [
-            thread(1, "How do I migrate from Confluent Cloud?", minutes_ago=300),
-            thread(2, "Is Kafka Connect supported?", "Does it run on amazon  msk?", minutes_ago=5),
-            thread(3, "What does the free tier include?", minutes_ago=60),
-        ],
-    )
-    engagement = client.fetch_engagement(SUB)
+@pytest.fixture
+def kapa():
+    """Kapa's agent API, the owner's threads two to a page."""
+    with Kapa(api_key=API_KEY, project_id=PROJECT, thread_page_size=2) as stand_in:
+        yield stand_in
+
+
+def test_engagement_pages_the_list_and_reads_questions_newest_first(kapa):
+    kapa.threads[OWNER_ID] = [
+        thread(1, "How do I migrate from Confluent Cloud?", minutes_ago=300),
+        thread(2, "Is Kafka Connect supported?", "Does it run on amazon  msk?", minutes_ago=5),
+        thread(3, "What does the free tier include?", minutes_ago=60),
+    ]
+    engagement = kapa_client(kapa.origin).fetch_engagement(SUB)
     assert engagement.thread_count == 3
     assert engagement.last_interaction_at == NOW - timedelta(minutes=5)
     assert engagement.questions == [
@@ -114,27 +79,25 @@ def test_engagement_pages_the_list_and_reads_questions_newest_first(httpserver, 
     assert engagement.competitor_mentions == {"Confluent": 1, "Amazon MSK": 1}
 
 
-def test_only_the_most_recent_threads_are_opened(httpserver, client):
-    threads = [thread(n, f"Question {n}", minutes_ago=n) for n in range(30)]
-    kapa = FakeKapa(httpserver, threads, page_size=7)
-    engagement = client.fetch_engagement(SUB)
+def test_only_the_most_recent_threads_are_opened(kapa):
+    kapa.thread_page_size = 7
+    kapa.threads[OWNER_ID] = [thread(n, f"Question {n}", minutes_ago=n) for n in range(30)]
+    engagement = kapa_client(kapa.origin).fetch_engagement(SUB)
     assert engagement.thread_count == 30
     assert kapa.detail_requests == [f"thr_{n}" for n in range(MAX_THREAD_DETAILS)]
     assert engagement.questions == [f"Question {n}" for n in range(MAX_THREAD_DETAILS)]
 
 
-def test_questions_stop_at_the_cap_and_so_do_detail_requests(httpserver, client):
-    threads = [thread(n, f"Q{n}a", f"Q{n}b", f"Q{n}c", minutes_ago=n) for n in range(15)]
-    kapa = FakeKapa(httpserver, threads)
-    engagement = client.fetch_engagement(SUB)
+def test_questions_stop_at_the_cap_and_so_do_detail_requests(kapa):
+    kapa.threads[OWNER_ID] = [thread(n, f"Q{n}a", f"Q{n}b", f"Q{n}c", minutes_ago=n) for n in range(15)]
+    engagement = kapa_client(kapa.origin).fetch_engagement(SUB)
     assert len(engagement.questions) == MAX_QUESTIONS
     assert engagement.questions[:4] == ["Q0c", "Q0b", "Q0a", "Q1c"]
     assert len(kapa.detail_requests) == 9  # 9 threads x 3 questions reach 25; the 10th is never opened
 
 
-def test_a_user_without_threads(httpserver, client):
-    kapa = FakeKapa(httpserver, [])
-    engagement = client.fetch_engagement(SUB)
+def test_a_user_without_threads(kapa):
+    engagement = kapa_client(kapa.origin).fetch_engagement(SUB)
     assert (engagement.thread_count, engagement.last_interaction_at, engagement.questions) == (0, None, [])
     assert engagement.competitor_mentions == {}
     assert kapa.detail_requests == []

@@ -4,12 +4,12 @@ import pytest
 
 import jobs
 from integrations.wordpress.client import PageOutOfRange, WordPressClient, client_from_settings
-from tests.blog.fake_wordpress import FakeWordPress
+from standins.wordpress import WordPress
 
 
 @pytest.fixture
 def fake():
-    with FakeWordPress() as server:
+    with WordPress() as server:
         yield server
 
 
@@ -72,7 +72,7 @@ def test_server_errors_and_slowness_are_transient(fake):
 
 def test_a_wrong_api_root_is_permanent(fake):
     with pytest.raises(jobs.PermanentError):
-        WordPressClient(f"http://127.0.0.1:{fake.server.server_port}/not-wp-json", read_timeout=2.0).posts()
+        WordPressClient(f"http://127.0.0.1:{fake.port}/not-wp-json", read_timeout=2.0).posts()
 
 
 def test_application_password_is_sent_as_basic_auth(fake):

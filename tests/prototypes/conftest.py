@@ -8,7 +8,7 @@ from jobs.models import Job
 from leadgen.models import Lead
 from leadgen.rules import Classification
 from leadgen.services import lead_create
-from tests.prototypes.fake_v0 import Behaviour, FakeV0
+from standins.v0 import V0, Behaviour
 
 
 @pytest.fixture(autouse=True)
@@ -21,11 +21,11 @@ def empty_cache():
 
 @pytest.fixture
 def fake_v0(settings):
-    server = FakeV0(Behaviour()).start()
+    server = V0(Behaviour()).start()
     settings.V0_API_URL = server.url
     settings.V0_API_KEY = server.behaviour.api_key
     yield server
-    server.stop_server()
+    server.stop()
 
 
 def make_lead(**fields) -> Lead:

@@ -1,6 +1,9 @@
 import pytest
 
-from tests.reliability.fakes import FakeClickUp, FakeLlm, FakeMailgun, FakePipedrive
+from standins.clickup import ClickUp
+from standins.llm import Llm
+from standins.mailgun import Mailgun
+from standins.pipedrive import Pipedrive
 from tests.reliability.faultproxy import FaultPlan, FaultProxy
 
 
@@ -19,12 +22,13 @@ class ScriptedFaults(FaultPlan):
 
 
 class Upstreams:
-    """The fakes, each behind its own fault proxy, and our settings aimed at the proxies."""
+    """The stand-ins, each behind its own fault proxy, and our settings aimed at the proxies."""
 
     def __init__(self, settings):
         self.settings = settings
         self._stops = []
-        self.pipedrive, self.clickup, self.mailgun, self.llm = FakePipedrive(), FakeClickUp(), FakeMailgun(), FakeLlm()
+        self.pipedrive, self.clickup = Pipedrive(api_token="pd-token"), ClickUp(api_token="pk_clickup", list_id="901")
+        self.mailgun, self.llm = Mailgun(api_key="key-test", sender_domain="mg.example.com"), Llm(api_key="k")
         self.fakes = [self.pipedrive, self.clickup, self.mailgun, self.llm]
         self.proxies = {}
         for name, fake in zip(("pipedrive", "clickup", "mailgun", "llm"), self.fakes, strict=True):

@@ -3,14 +3,11 @@ other's bookkeeping: a poll that finishes a message clears its attempt count whi
 
 import threading
 
-import pytest
-from django.conf import settings
 from django.core.cache import cache
 
 from tracking.services import MessageSource, message_attempt_start
 
 
-@pytest.mark.skipif("Redis" not in settings.CACHES["default"]["BACKEND"], reason="the workers' shared cache is Redis")
 def test_an_attempt_starts_while_another_poll_clears_the_count():
     source = MessageSource("env", 1796146804, 11)
     key = f"tracking:message-attempts:{source.key}"

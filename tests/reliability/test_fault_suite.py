@@ -278,8 +278,8 @@ class Mailbox:
     """A dovecot INBOX holding `count` lead-notification emails of one store, each lead its own phone."""
 
     def __init__(self, run: Run, count: int):
+        from standins.mailbox import Dovecot
         from stores.models import Store
-        from tests.tracking.dovecot import Dovecot
         from tests.tracking.support import STORE_SENDER, lead_message
 
         Store.objects.create(
@@ -436,11 +436,11 @@ def v0_outage_mid_generation(run: Run):
     consumed once and its hold released, and sales, Pipedrive and the visitor told once."""
     from leadgen.ratelimit import prototype_buckets_state
     from prototypes.models import Prototype
-    from tests.reliability.fakes import TimedFakeV0
+    from standins.v0 import V0, Behaviour
 
     # Each generation outlasts the intake of the whole burst, so the outage finds them under way.
-    v0 = TimedFakeV0(generation_seconds=60.0 if FULL else 4.0, outcomes=["plan", "stop"]).start()
-    proxy = run.upstreams.add("v0", v0.address, stop=v0.stop_server)
+    v0 = V0(Behaviour(finish_after=60.0 if FULL else 4.0, outcomes=["plan", "stop"])).start()
+    proxy = run.upstreams.add("v0", v0.address, stop=v0.stop)
     proxy.plan = FaultPlan(rate=0.3, latency_seconds=0.05, seed=hash((run.result.scenario, "v0")))
     settings = run.upstreams.settings
     check_seconds = 3 if FULL else 1  # production checks every 120 s; generations here are short too
@@ -544,9 +544,9 @@ def agent_drops_mid_answer(run: Run):
     browser told `done` or `error` to match."""
     from chat import relay
     from chat.models import ChatMessage, ChatSession
-    from tests.chat.fakes import FakeAgent
+    from standins.agent import Agent
 
-    agent = FakeAgent().start()
+    agent = Agent().start()
     agent.delay = 0.01
     proxy = run.upstreams.add("agent", ("127.0.0.1", agent.port), stop=agent.stop)
     proxy.plan = FaultPlan(rate=0.3, faults=AGENT_FAULTS, cut_frames=(1, 10), seed=hash((run.result.scenario, "a")))
@@ -627,16 +627,18 @@ def kapa_outage_mid_tool_call(run: Run):
     it) while 30% of Kapa calls fail, then Kapa down for a while in the middle: every call answers, with its
     result or a tool error saying the assistant is unavailable (never a protocol error), and each call is
     recorded on the user's profile exactly once."""
-    from pytest_httpserver import HTTPServer
-
+    from standins.auth0 import AUDIENCE, Auth0
+    from standins.kapa import API_KEY, PROJECT, Kapa
     from tests.docs_mcp.conftest import OWNER_SALT, mcp_session
-    from tests.docs_mcp.fakes import API_KEY, AUDIENCE, PROJECT, FakeAuth0, FakeKapa
     from tracking.models import TrackedUser
 
-    kapa_server = HTTPServer(threaded=True)
-    kapa_server.start()
-    auth0, kapa = FakeAuth0(kapa_server), FakeKapa(kapa_server)
-    proxy = run.upstreams.add("kapa", (kapa_server.host, kapa_server.port), stop=kapa_server.stop)
+    auth0, kapa = Auth0(audience=AUDIENCE).start(), Kapa().start()
+
+    def stop_both():
+        kapa.stop()
+        auth0.stop()
+
+    proxy = run.upstreams.add("kapa", kapa.address, stop=stop_both)
     proxy.plan = FaultPlan(rate=0.3, latency_seconds=0.05, seed=hash((run.result.scenario, "kapa")))
     port = free_port()
     base = f"http://127.0.0.1:{port}"

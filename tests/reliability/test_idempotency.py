@@ -114,12 +114,12 @@ def test_every_email_of_a_job_carries_the_same_message_id(upstreams):
 @pytest.fixture
 def finishing_v0(settings):
     """V0 whose generations are final at once (the prototype tests' fake), not faulted: the prototype completes."""
-    from tests.prototypes.fake_v0 import Behaviour, FakeV0
+    from standins.v0 import V0, Behaviour
 
-    server = FakeV0(Behaviour(auto_finish=True)).start()
+    server = V0(Behaviour(auto_finish=True)).start()
     settings.V0_API_URL, settings.V0_API_KEY = server.url, server.behaviour.api_key
     yield server
-    server.stop_server()
+    server.stop()
 
 
 def drain_kinds(prefix):

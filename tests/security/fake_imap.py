@@ -12,7 +12,7 @@ import tempfile
 import threading
 from pathlib import Path
 
-from tests.tracking.dovecot import make_self_signed_certificate
+from standins.mailbox import make_self_signed_certificate
 
 
 class FakeImapServer:

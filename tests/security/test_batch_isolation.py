@@ -15,8 +15,8 @@ from config.batching import Batches
 from docs_mcp import wrapper
 from prototypes import stream
 from prototypes.models import Prototype, PrototypeEvent
+from tests.docs_mcp import conftest as docs_mcp_fixtures
 from tests.docs_mcp.conftest import mcp_session, serve_mcp
-from tests.docs_mcp.fakes import FakeAuth0, FakeKapa
 from tests.prototypes.conftest import make_lead
 from tracking.activity import McpToolCall
 from tracking.models import TrackedUser
@@ -24,19 +24,13 @@ from tracking.models import TrackedUser
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
+# The MCP tests' stand-ins of Auth0 and Kapa, where this module's MCP process reaches them.
+upstream_ports, auth0, kapa = docs_mcp_fixtures.upstream_ports, docs_mcp_fixtures.auth0, docs_mcp_fixtures.kapa
+
+
 @pytest.fixture(scope="module")
-def mcp_server(django_db_setup, make_httpserver, tmp_path_factory):
-    yield from serve_mcp(make_httpserver, tmp_path_factory, MCP_TOOL_CALLS_RATE="1000/min")
-
-
-@pytest.fixture
-def auth0(httpserver):
-    return FakeAuth0(httpserver)
-
-
-@pytest.fixture
-def kapa(httpserver):
-    return FakeKapa(httpserver)
+def mcp_server(django_db_setup, upstream_ports, make_httpserver, tmp_path_factory):
+    yield from serve_mcp(upstream_ports, make_httpserver, tmp_path_factory, MCP_TOOL_CALLS_RATE="1000/min")
 
 
 def tool_call(sub: str, n: int = 0, **fields) -> McpToolCall:

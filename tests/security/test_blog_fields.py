@@ -4,11 +4,11 @@ import json
 
 import pytest
 
+from standins import wordpress as wordpress_standin
+from standins.wordpress import make_post
 from tests.blog import conftest as blog_fixtures
-from tests.blog import fake_wordpress
-from tests.blog.fake_wordpress import make_post
 
-# The blog tests' fixtures: a fake WordPress the blog reads from, and an empty cache around each test.
+# The blog tests' fixtures: a WordPress stand-in the blog reads from, and an empty cache around each test.
 wordpress = blog_fixtures.wordpress
 empty_cache = blog_fixtures.empty_cache
 
@@ -17,16 +17,16 @@ MARKUP = ("<", ">", "javascript:", "onerror", "onload", "alert")
 
 @pytest.fixture
 def embeds(monkeypatch):
-    """Per-post overrides of what the fake WordPress embeds (author, featured media, terms)."""
+    """Per-post overrides of what the WordPress stand-in embeds (author, featured media, terms)."""
     overrides: dict[int, dict] = {}
-    stock = fake_wordpress._embedded
+    stock = wordpress_standin._embedded
 
     def embedded(post, wanted):
         if post["id"] not in overrides:
             return stock(post, wanted)
         return {name: value for name, value in overrides[post["id"]].items() if wanted is None or name in wanted}
 
-    monkeypatch.setattr(fake_wordpress, "_embedded", embedded)
+    monkeypatch.setattr(wordpress_standin, "_embedded", embedded)
     return overrides
 
 

@@ -1,5 +1,5 @@
 """Docs login starts cost the server nothing but a per-IP counter, whatever cookies they carry; the login in
-progress lives in a signed, short-lived cookie, and the round trip through the fake Auth0 tenant still works."""
+progress lives in a signed, short-lived cookie, and the round trip through the Auth0 stand-in still works."""
 
 import time
 from urllib.parse import parse_qs, urlsplit
@@ -12,7 +12,7 @@ from django.core.cache import cache
 from django.test import Client
 from rest_framework.throttling import SimpleRateThrottle
 
-from tests.fake_oidc import FakeAuth0, rsa_signing_key
+from standins.auth0 import Auth0, rsa_signing_key
 from tracking.docs_auth import LOGIN_COOKIE_NAME, LOGIN_SALT, LOGIN_SECONDS
 from tracking.models import TrackedUser
 
@@ -31,12 +31,12 @@ def signing_key():
 
 
 @pytest.fixture
-def auth0(httpserver, settings, signing_key):
-    tenant = FakeAuth0(httpserver, client_id=CLIENT_ID, client_secret=CLIENT_SECRET, signing_key=signing_key)
-    cache.clear()  # the throttle counters: every test client comes from 127.0.0.1
-    settings.AUTH0_DOMAIN = tenant.domain
-    settings.AUTH0_CLIENT_ID, settings.AUTH0_CLIENT_SECRET = CLIENT_ID, CLIENT_SECRET
-    return tenant
+def auth0(settings, signing_key):
+    with Auth0(client_id=CLIENT_ID, client_secret=CLIENT_SECRET, signing_key=signing_key) as tenant:
+        cache.clear()  # the throttle counters: every test client comes from 127.0.0.1
+        settings.AUTH0_DOMAIN = tenant.domain
+        settings.AUTH0_CLIENT_ID, settings.AUTH0_CLIENT_SECRET = CLIENT_ID, CLIENT_SECRET
+        yield tenant
 
 
 @pytest.fixture

@@ -1,5 +1,5 @@
 """The MCP server's 30 s of clock skew on `exp`, end to end: uvicorn serving docs_mcp.asgi, real RS256 tokens
-signed by the fake tenant, plain HTTP requests to /mcp."""
+signed by the Auth0 stand-in, plain HTTP requests to /mcp."""
 
 import time
 
@@ -7,8 +7,8 @@ import pytest
 import requests
 
 from integrations.auth0.access_tokens import LEEWAY_SECONDS
+from tests.docs_mcp import conftest as docs_mcp_fixtures
 from tests.docs_mcp.conftest import serve_mcp
-from tests.docs_mcp.fakes import FakeAuth0
 from tracking.models import TrackedUser
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -23,14 +23,13 @@ INITIALIZE = {
 LIST_TOOLS = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
 
 
+# The MCP tests' Auth0 stand-in, where this module's MCP process reaches it.
+upstream_ports, auth0 = docs_mcp_fixtures.upstream_ports, docs_mcp_fixtures.auth0
+
+
 @pytest.fixture(scope="module")
-def mcp_server(django_db_setup, make_httpserver, tmp_path_factory):
-    yield from serve_mcp(make_httpserver, tmp_path_factory)
-
-
-@pytest.fixture
-def auth0(httpserver):
-    return FakeAuth0(httpserver)
+def mcp_server(django_db_setup, upstream_ports, make_httpserver, tmp_path_factory):
+    yield from serve_mcp(upstream_ports, make_httpserver, tmp_path_factory)
 
 
 def expired_token(auth0, sub: str, seconds_ago: int) -> tuple[str, int]:

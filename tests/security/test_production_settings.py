@@ -26,7 +26,8 @@ SAFE = {
 
 def run(args, tmp_path, **overrides):
     env = {k: v for k, v in os.environ.items() if k not in SAFE and not k.startswith(("DATABASE_", "REDIS_"))}
-    env.update({**SAFE, "DATA_DIR": str(tmp_path), "DATABASE_URL": f"sqlite:///{tmp_path}/db.sqlite3"})
+    env.update({**SAFE, "DATA_DIR": str(tmp_path)})
+    env.update({name: os.environ[name] for name in ("DATABASE_URL", "REDIS_URL")})
     env.update(overrides)
     env = {k: v for k, v in env.items() if v is not None}
     return subprocess.run([sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
@@ -68,6 +69,12 @@ def production(settings):
         ({"SECURE_PROXY_SSL_HEADER": ("HTTP_X_FORWARDED_PROTO", "https"), "TRUSTED_PROXY_COUNT": 0}, "security.E105"),
         ({"RECAPTCHA_SECRET_KEY": ""}, "security.E106"),
         ({"CRM_SIGNING_SECRET": ""}, "security.E107"),
+        # The stand-ins of `make run`: their inbox, or any outside service's address on this machine.
+        ({"STANDINS_URL": "http://127.0.0.1:41000/"}, "security.E108"),
+        ({"PIPEDRIVE_API_URL": "http://127.0.0.1:41001"}, "security.E108"),
+        ({"AUTH0_DOMAIN": "http://localhost:41002"}, "security.E108"),
+        ({"IMAP_HOST": "::1"}, "security.E108"),
+        ({"CHAT_AGENT_URL": "ws://[::1]:41003/agent"}, "security.E108"),
     ],
 )
 def test_manage_commands_refuse_each_unsafe_setting(production, unsafe, check_id):

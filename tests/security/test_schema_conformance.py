@@ -31,10 +31,10 @@ from config.wsgi import application as wsgi_application
 from leadgen.models import Lead
 from prototypes.models import Prototype, PrototypeEvent
 from sources.models import InboundSource
+from standins.agent import Agent
 from standins.platforms import standard_webhooks_secret
-from tests.blog.fake_wordpress import FakeWordPress
+from standins.wordpress import WordPress
 from tests.chat.conftest import chat_request
-from tests.chat.fakes import FakeAgent
 from tests.fuzzing import PHONES, carries_unstorable_text, holds
 from tests.prototypes.conftest import make_lead
 
@@ -61,7 +61,7 @@ KNOWN_SOURCES = [str(uuid.UUID(int=n)) for n in (201, 202)]
 @pytest.fixture(scope="module")
 def wordpress_server():
     """One fake WordPress for the module: its posts are only read here (starting one per test costs more)."""
-    with FakeWordPress() as fake:
+    with WordPress() as fake:
         yield fake
 
 
@@ -103,7 +103,7 @@ def world(settings, monkeypatch, blog):
 
 @pytest.fixture
 def agent(settings):
-    running = FakeAgent().start()
+    running = Agent().start()
     settings.CHAT_AGENT_URL = running.url
     yield running
     running.stop()

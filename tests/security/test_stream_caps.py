@@ -19,10 +19,10 @@ from django.core.cache import cache
 from chat import relay
 from config.asgi import application
 from prototypes.stream import relays
-from tests.chat.fakes import FakeAgent
+from standins.agent import Agent
+from standins.v0 import V0, Behaviour
 from tests.conftest import free_port, subprocess_env
 from tests.prototypes.conftest import make_lead
-from tests.prototypes.fake_v0 import Behaviour, FakeV0
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -43,11 +43,11 @@ def stream_settings(settings):
 @pytest.fixture
 def fake_v0(settings):
     """V0 whose generations stall after their first part: they go on, and so do their streams."""
-    server = FakeV0(Behaviour(stall_after=1)).start()
+    server = V0(Behaviour(stall_after=1)).start()
     settings.V0_API_URL = server.url
     settings.V0_API_KEY = server.behaviour.api_key
     yield server
-    server.stop_server()
+    server.stop()
 
 
 class Stream:
@@ -236,7 +236,7 @@ def _connect(port: int) -> socket.socket:
 
 @pytest.fixture
 def slow_agent(settings):
-    agent = FakeAgent().start()
+    agent = Agent().start()
     agent.delay = 0.3  # each answer streams for a couple of seconds
     settings.CHAT_API_KEY = CHAT_KEY
     settings.CHAT_AGENT_URL = agent.url

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 import pytest
 from django.core.cache import cache
 
-from tests.tracking.dovecot import Dovecot
+from standins.mailbox import Dovecot
 from tests.tracking.support import STORE_SENDER
 from tracking.selectors import STORE_MAPPING_CACHE_KEY
 from tracking.services import lead_write_breaker

@@ -21,8 +21,9 @@ import jobs
 from crm.redaction import find_pii
 from jobs.models import Job
 from jobs.runtime import jobs_sweep
+from standins.kapa import Kapa
 from tests.conftest import subprocess_env
-from tests.integrations.test_kapa import API_KEY, NOW, PROJECT, SALT, SUB, FakeKapa, thread
+from tests.integrations.test_kapa import API_KEY, NOW, OWNER_ID, PROJECT, SALT, SUB, thread
 from tests.tracking.support import run_jobs
 from tracking import activity, sync
 from tracking.models import TrackedUser
@@ -178,12 +179,11 @@ def test_without_a_webhook_url_nothing_is_sent_and_deliveries_are_skipped(httpse
     assert not TrackedUser.objects.filter(pending_since__isnull=False).exists()
 
 
-def test_the_sync_refreshes_kapa_engagement_before_delivering(crm, httpserver, settings):
-    settings.KAPA_API_URL = httpserver.url_for("/")
-    settings.KAPA_API_KEY, settings.KAPA_PROJECT_ID, settings.KAPA_OWNER_SALT = API_KEY, PROJECT, SALT
-    FakeKapa(
-        httpserver, [thread(1, "Is Confluent faster?", minutes_ago=30), thread(2, "Tiered storage?", minutes_ago=5)]
-    )
+def test_the_sync_refreshes_kapa_engagement_before_delivering(crm, kapa_stand_in):
+    kapa_stand_in.threads[OWNER_ID] = [
+        thread(1, "Is Confluent faster?", minutes_ago=30),
+        thread(2, "Tiered storage?", minutes_ago=5),
+    ]
     activity.tracked_user_sign_in(sub=SUB, channel="docs-login", email="kim@acme.com")
     run_sync()
     kapa = crm.profiles()[0]["kapa"]
@@ -192,16 +192,20 @@ def test_the_sync_refreshes_kapa_engagement_before_delivering(crm, httpserver, s
 
 
 @pytest.fixture
-def kapa_settings(httpserver, settings):
-    settings.KAPA_API_URL = httpserver.url_for("/")
-    settings.KAPA_API_KEY, settings.KAPA_PROJECT_ID, settings.KAPA_OWNER_SALT = API_KEY, PROJECT, SALT
-    settings.KAPA_COMPETITORS = ["Confluent", "Redpanda"]
+def kapa_stand_in(settings):
+    """Kapa's stand-in, the product pointed at it."""
+    with Kapa(api_key=API_KEY, project_id=PROJECT) as stand_in:
+        settings.KAPA_API_URL = stand_in.origin
+        settings.KAPA_API_KEY, settings.KAPA_PROJECT_ID, settings.KAPA_OWNER_SALT = API_KEY, PROJECT, SALT
+        settings.KAPA_COMPETITORS = ["Confluent", "Redpanda"]
+        yield stand_in
 
 
-def test_questions_asked_through_mcp_are_merged_with_the_widget_threads(crm, httpserver, kapa_settings):
-    FakeKapa(
-        httpserver, [thread(1, "Is Confluent faster?", minutes_ago=30), thread(2, "Tiered storage?", minutes_ago=5)]
-    )
+def test_questions_asked_through_mcp_are_merged_with_the_widget_threads(crm, kapa_stand_in):
+    kapa_stand_in.threads[OWNER_ID] = [
+        thread(1, "Is Confluent faster?", minutes_ago=30),
+        thread(2, "Tiered storage?", minutes_ago=5),
+    ]
     activity.tracked_user_sign_in(sub=SUB, channel="docs-login", email="kim@acme.com")
     for thread_id, question, minutes_ago in (("t-1", "Redpanda vs us?", 60), ("t-2", "How do I enable TLS?", 1)):
         activity.kapa_question_record(
@@ -218,8 +222,7 @@ def test_questions_asked_through_mcp_are_merged_with_the_widget_threads(crm, htt
     assert TrackedUser.objects.get().kapa_competitor_mentions == {"Confluent": 1, "Redpanda": 1}
 
 
-def test_a_user_who_only_asked_through_mcp_has_kapa_engagement(crm, httpserver, kapa_settings):
-    FakeKapa(httpserver, [])
+def test_a_user_who_only_asked_through_mcp_has_kapa_engagement(crm, kapa_stand_in):
     asked_at = timezone.now() - timedelta(minutes=3)
     activity.kapa_question_record(sub=SUB, thread_id="t-1", question="Does Confluent  Cloud work?", at=asked_at)
     activity.kapa_question_record(sub=SUB, thread_id="t-2", question="Mail me at kim@acme.com", at=asked_at)
@@ -233,8 +236,7 @@ def test_a_user_who_only_asked_through_mcp_has_kapa_engagement(crm, httpserver, 
     assert TrackedUser.objects.get().kapa_competitor_mentions == {"Confluent": 1}
 
 
-def test_asked_questions_are_capped_per_user_and_the_threads_still_counted(crm, httpserver, kapa_settings):
-    FakeKapa(httpserver, [])
+def test_asked_questions_are_capped_per_user_and_the_threads_still_counted(crm, kapa_stand_in):
     for n in range(activity.KAPA_ASKED_QUESTIONS_CAP + 5):
         activity.kapa_question_record(sub=SUB, thread_id=f"t-{n}", question=f"Question {n}?")
     # A thread already recorded is not counted twice (a question Kapa's Chat answers always starts a new one).
@@ -250,10 +252,8 @@ def test_asked_questions_are_capped_per_user_and_the_threads_still_counted(crm, 
     assert len(kapa["kapaQuestions"]) == activity.KAPA_ASKED_QUESTIONS_CAP
 
 
-def test_when_kapa_fails_the_profile_keeps_the_last_engagement_whole(crm, httpserver, kapa_settings):
-    httpserver.expect_request(f"/agent/v1/projects/{PROJECT}/agent/sessions/", method="POST").respond_with_json(
-        {"detail": "Service unavailable."}, status=503
-    )
+def test_when_kapa_fails_the_profile_keeps_the_last_engagement_whole(crm, kapa_stand_in):
+    kapa_stand_in.fail_next(503, {"detail": "Service unavailable."})
     activity.tracked_user_sign_in(sub=SUB, channel="docs-login", email="kim@acme.com")
     TrackedUser.objects.update(kapa_thread_count=3, kapa_questions=["Tiered storage?"])
     activity.kapa_question_record(sub=SUB, thread_id="t-1", question="How do I enable TLS?")

@@ -1,4 +1,4 @@
-"""Docs-site login through a local fake of an Auth0 tenant: the browser's round trip, and every way it must fail."""
+"""Docs-site login through a local stand-in of an Auth0 tenant: the browser's round trip, and every way it must fail."""
 
 import time
 
@@ -14,8 +14,8 @@ from joserfc.jwk import OctKey
 from rest_framework.throttling import SimpleRateThrottle
 
 from integrations.auth0.client import issuer_from_domain
+from standins.auth0 import Auth0, rsa_signing_key
 from tests.conftest import free_port
-from tests.fake_oidc import FakeAuth0, rsa_signing_key
 from tracking.activity import tracked_user_sign_in
 from tracking.docs_auth import docs_session_sub
 from tracking.models import TrackedUser
@@ -46,13 +46,13 @@ def signing_key():
 
 
 @pytest.fixture
-def auth0(httpserver, settings, signing_key):
-    tenant = FakeAuth0(httpserver, client_id=CLIENT_ID, client_secret=CLIENT_SECRET, signing_key=signing_key)
-    cache.clear()  # the per-IP docs-login throttle: every test client signs in from 127.0.0.1
-    settings.AUTH0_DOMAIN = tenant.domain
-    settings.AUTH0_CLIENT_ID = CLIENT_ID
-    settings.AUTH0_CLIENT_SECRET = CLIENT_SECRET
-    return tenant
+def auth0(settings, signing_key):
+    with Auth0(client_id=CLIENT_ID, client_secret=CLIENT_SECRET, signing_key=signing_key) as tenant:
+        cache.clear()  # the per-IP docs-login throttle: every test client signs in from 127.0.0.1
+        settings.AUTH0_DOMAIN = tenant.domain
+        settings.AUTH0_CLIENT_ID = CLIENT_ID
+        settings.AUTH0_CLIENT_SECRET = CLIENT_SECRET
+        yield tenant
 
 
 def start_login(client, next_path=None):

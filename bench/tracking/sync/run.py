@@ -174,12 +174,9 @@ def run_one(label, total, worker, fake, meter):
 def main():
     check_services()
     call_command("migrate", verbosity=0)
-    fake = start_process(
-        "fake_crm",
-        [sys.executable, "bench/tracking/sync/fake_crm.py", "--port", str(PORT), "--delay-ms", str(ARGS.delay_ms)],
-        env=dict(os.environ),
-        out_dir=OUT_DIR,
-    )
+    receiver = [sys.executable, "-m", "standins.crm_receiver", "--port", str(PORT), "--delay-ms", str(ARGS.delay_ms),
+                "--signing-secret", os.environ["CRM_SIGNING_SECRET"]]  # fmt: skip
+    fake = start_process("fake_crm", receiver, env=dict(os.environ), out_dir=OUT_DIR)
     worker = start_process(
         "worker",
         celery_worker_command(concurrency=settings.TRACKING_SYNC_SHARDS, name="sync"),
