@@ -2,7 +2,7 @@ from django.apps import AppConfig
 
 
 class DemoConfig(AppConfig):
-    """`manage.py load_demo`: the demo data of the zero-setup run, which spans every app."""
+    """`manage.py load_demo`: the demo data of `make run`, which spans every app."""
 
     name = "demo"
     verbose_name = "Demo data"

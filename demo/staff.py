@@ -207,7 +207,7 @@ def staff_load() -> Staff:
     for spec in SOURCES:
         secrets = {"secret": _secret(spec.name)}
         if spec.kind == "facebook":
-            secrets |= {"verify_token": "demo-verify-token", "access_token": "demo-page-access-token"}
+            secrets |= {"verify_token": "demo-verify-token", "access_token": "standin-page-access-token"}
         source, _ = InboundSource.objects.get_or_create(
             name=spec.name, kind=spec.kind, store=stores[spec.store],
             defaults={"send_confirmation": spec.send_confirmation,

@@ -20,8 +20,8 @@ and when the visitor's message has an email in it, creates the lead through the 
 (at `product_url`) with the chat key and the chat session id, as the real agent does, so the lead and its
 conversation are linked in the admin.
 
-    python -m standins.agent --port 8768 --product-url http://127.0.0.1:8000 --chat-key KEY
-    python -m standins.agent --port 8768 --tokens 300 --interval-ms 5    # a benchmark's agent
+    python -m standins.agent --port 8773 --product-url http://127.0.0.1:8000 --chat-key KEY
+    python -m standins.agent --port 8773 --tokens 300 --interval-ms 5    # a benchmark's agent
 """
 
 import argparse
@@ -326,7 +326,7 @@ def _is_ip(value: str | None) -> bool:
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="The sales agent: a WebSocket and an AgentOS on one port.")
     parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8768)
+    parser.add_argument("--port", type=int, default=8773)
     parser.add_argument("--product-url", default="http://127.0.0.1:8000", help="where it creates leads")
     parser.add_argument("--chat-key", default=CHAT_KEY, help="the product's CHAT_API_KEY")
     parser.add_argument("--token", default="", help="the bearer token it requires (AgentOS's security key)")

@@ -22,9 +22,9 @@ which returns the query the browser brings back to the callback:
         settings.AUTH0_DOMAIN = tenant.domain
         client.get("/docs/callback", tenant.log_in(authorize_url, profile={"sub": "auth0|ada", ...}))
 
-Alone, for `make run`:
+Alone (`make run` starts every stand-in through `python -m standins`):
 
-    python -m standins.auth0 --port 8769
+    python -m standins.auth0 --port 8776
 """
 
 import argparse
@@ -361,7 +361,7 @@ def _page(title: str, body: str, *, status: int = 200) -> web.Response:
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="A local Auth0 tenant: sign-in page, discovery, JWKS, tokens.")
     parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8769)
+    parser.add_argument("--port", type=int, default=8776)
     parser.add_argument("--client-id", default=CLIENT_ID)
     parser.add_argument("--client-secret", default=CLIENT_SECRET)
     parser.add_argument("--audience", default=AUDIENCE, help="the API identifier access tokens are issued for")

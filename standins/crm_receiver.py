@@ -4,7 +4,8 @@ Standard Webhooks spec asks a receiver to (standardwebhooks.com), with the spec'
 `POST /profiles` answers 204 after `delay_ms` (an asyncio sleep: any number of deliveries wait in parallel,
 as at a real receiver) when the `webhook-signature` verifies against the signing secret for the
 `webhook-id`, `webhook-timestamp` (within five minutes) and body; otherwise 401. Without a secret it takes
-deliveries unsigned. Each delivery is recorded with `detail["signature"]`: "valid", "invalid" or "unsigned".
+deliveries unsigned. Each delivery is recorded with `detail["signature"]` ("valid", "invalid" or "unsigned") and
+`detail["answered"]`, the status it got; `failures` queues statuses for the next deliveries (a test's knob).
 
 For the benchmarks: `GET /_stats` answers `{"requests", "distinct_ids", "max_inflight"}`, counted by
 `webhook-id` so a repeated delivery shows; `POST /_stats/reset` zeroes them.
@@ -39,6 +40,7 @@ class CrmReceiver(AiohttpStandIn):
         self._webhook = Webhook(signing_secret) if signing_secret else None
         self.delay = delay_ms / 1000
         self.profiles: list[dict] = []  # the verified (or unsigned) deliveries' bodies, in order
+        self.failures: list[int] = []  # statuses answered to the next deliveries instead of 204 (a test's knob)
         self.stats_reset()
 
     @property
@@ -74,11 +76,18 @@ class CrmReceiver(AiohttpStandIn):
                 profile = json.loads(body)
             except ValueError:
                 profile = None
+            if signature == "invalid":
+                status = 401
+            else:
+                await asyncio.sleep(self.delay)
+                status = self.failures.pop(0) if self.failures else 204
+            detail["answered"] = status
             self.record(Received(self.name, "delivery", _title(profile, webhook_id), body=_pretty(profile, body),
                                  detail=detail))  # fmt: skip
-            if signature == "invalid":
+            if status == 401:
                 return web.json_response({"error": problem}, status=401)
-            await asyncio.sleep(self.delay)
+            if status != 204:
+                return web.Response(status=status)
             self.requests += 1
             self.ids.add(webhook_id)
             self.profiles.append(profile)

@@ -23,7 +23,7 @@ By default the answers are made from the query ("Result n for <query>"), which t
 `demo`, as `make run` wants it, they come from a few canned pages of a streaming platform's docs, and an
 owner without threads gets two made-up ones, so a profile's Kapa engagement shows something.
 
-    python -m standins.kapa --port 8770 [--retrieval-ms 20]
+    python -m standins.kapa --port 8775 [--retrieval-ms 20]
 """
 
 import argparse
@@ -302,7 +302,7 @@ def _demo_threads() -> list[dict]:
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="A local Kapa answering from a few canned docs pages.")
     parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8770)
+    parser.add_argument("--port", type=int, default=8775)
     parser.add_argument("--api-key", default=API_KEY, help="the key it accepts")
     parser.add_argument("--project-id", default=PROJECT)
     parser.add_argument("--retrieval-ms", type=float, default=0.0, help="how long Retrieval takes to answer")

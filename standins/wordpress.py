@@ -13,7 +13,7 @@ With `demo`, as `make run` wants it, the site has a dozen posts in four categori
 image this stand-in serves itself (an SVG under /wp-content/uploads/, named by the post as Jetpack's
 `jetpack_featured_media_url` does).
 
-    python -m standins.wordpress --port 8771
+    python -m standins.wordpress --port 8774
 """
 
 import argparse
@@ -330,7 +330,7 @@ def _send(status: int, body, headers: dict | None = None) -> web.Response:
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="A local WordPress with a dozen posts and their cover images.")
     parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8771)
+    parser.add_argument("--port", type=int, default=8774)
     args = parser.parse_args(argv)
     WordPress(demo=True, host=args.host, port=args.port).serve_until_signalled()
 

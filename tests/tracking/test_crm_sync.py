@@ -14,13 +14,12 @@ import jsonschema
 import pytest
 from django.core.management import call_command
 from django.utils import timezone
-from standardwebhooks import Webhook
-from werkzeug import Response
 
 import jobs
 from crm.redaction import find_pii
 from jobs.models import Job
 from jobs.runtime import jobs_sweep
+from standins.crm_receiver import CrmReceiver
 from standins.kapa import Kapa
 from tests.conftest import subprocess_env
 from tests.integrations.test_kapa import API_KEY, NOW, OWNER_ID, PROJECT, SALT, SUB, thread
@@ -35,37 +34,22 @@ INVOKE_SECRET = "invoke-secret-for-tests"
 SCHEMA = json.loads((Path(__file__).parents[2] / "tracking/schemas/crm-profile.v1.json").read_text())
 
 
-class FakeCrm:
-    """A CRM webhook receiver: answers each POST with the next queued status (then 204), keeps what it got."""
+def subs(crm: CrmReceiver) -> list[str]:
+    return sorted(profile["sub"] for profile in crm.profiles)
 
-    def __init__(self, httpserver, *, delay=0.0):
-        self.received = []
-        self.statuses = []
-        self.delay = delay
-        self.url = httpserver.url_for("/crm/profiles")
-        httpserver.expect_request("/crm/profiles", method="POST").respond_with_handler(self.answer)
 
-    def answer(self, request):
-        time.sleep(self.delay)
-        status = self.statuses.pop(0) if self.statuses else 204
-        if status < 300:
-            self.received.append(request)
-        return Response(status=status)
-
-    def profiles(self):
-        return [Webhook(SECRET).verify(r.get_data(), dict(r.headers)) for r in self.received]
-
-    def subs(self):
-        return sorted(profile["sub"] for profile in self.profiles())
+def delivered(crm: CrmReceiver) -> list:
+    """The deliveries the receiver took (answered 204), in order."""
+    return [item for item in crm.received() if item.detail["answered"] == 204]
 
 
 @pytest.fixture
-def crm(httpserver, settings):
-    fake = FakeCrm(httpserver)
-    settings.CRM_WEBHOOK_URL = fake.url
-    settings.CRM_SIGNING_SECRET = SECRET
-    settings.JOBS_BACKOFF_BASE_SECONDS = 0
-    return fake
+def crm(settings):
+    with CrmReceiver(signing_secret=SECRET) as receiver:
+        settings.CRM_WEBHOOK_URL = receiver.url
+        settings.CRM_SIGNING_SECRET = SECRET
+        settings.JOBS_BACKOFF_BASE_SECONDS = 0
+        yield receiver
 
 
 def make_users(count, *, prefix="auth0|u", pending=True):
@@ -105,10 +89,11 @@ def test_a_delivered_profile_is_signed_grouped_by_source_valid_and_masks_our_fre
 
     run_sync()
 
-    (request,) = crm.received
-    profile = Webhook(SECRET).verify(request.get_data(), dict(request.headers))
+    (delivery,) = delivered(crm)
+    assert delivery.detail["signature"] == "valid"
+    (profile,) = crm.profiles
     jsonschema.validate(profile, SCHEMA, format_checker=jsonschema.FormatChecker())
-    assert request.headers["webhook-id"].startswith("tracking.deliver_profile:")
+    assert delivery.detail["webhook-id"].startswith("tracking.deliver_profile:")
     assert profile["identity"] | {"signedUpAt": None, "lastSignInAt": None, "lastActivityAt": None} == {
         "email": "ada@acme.com", "givenName": "Ada", "familyName": "Lovelace", "company": "Acme",
         "lastChannel": "docs-login", "signedUpAt": None, "lastSignInAt": None, "lastActivityAt": None,
@@ -120,7 +105,7 @@ def test_a_delivered_profile_is_signed_grouped_by_source_valid_and_masks_our_fre
     assert free_text == ["customer [EMAIL] card [CARD] token [TOKEN]", "connect from [IP] with password=[SECRET]"]
     assert not any(find_pii(text) for text in free_text)
     for leaked in ("ada.l@bank.example", "4111", "sk_live", "10.0.12.7", "hunter22"):
-        assert leaked not in request.get_data(as_text=True)
+        assert leaked not in delivery.body
 
     user = TrackedUser.objects.get(sub="auth0|ada")
     assert not user.is_pending and user.last_delivered_payload == profile and user.last_delivered_at
@@ -130,11 +115,11 @@ def test_the_sync_touches_only_pending_users_and_clears_their_markers(crm):
     make_users(5, prefix="auth0|idle", pending=False)
     make_users(3, prefix="auth0|active")
     run_sync()
-    assert crm.subs() == ["auth0|active0", "auth0|active1", "auth0|active2"]
+    assert subs(crm) == ["auth0|active0", "auth0|active1", "auth0|active2"]
     assert not TrackedUser.objects.filter(pending_since__isnull=False).exists()
     assert Job.objects.filter(kind=sync.DELIVER_KIND, status="succeeded").count() == 3
     run_sync()  # nothing pending: nothing sent again
-    assert len(crm.received) == 3
+    assert len(crm.profiles) == 3
 
 
 def test_a_capture_during_the_sync_keeps_the_user_pending_for_the_next_one(crm):
@@ -145,11 +130,11 @@ def test_a_capture_during_the_sync_keeps_the_user_pending_for_the_next_one(crm):
     (delivery,) = sync._queue_deliveries([sync.PendingUser(user.pk, read_marker, user.sub)])
     sync._deliver_now(delivery, kapa_client=None)
     assert TrackedUser.objects.get().is_pending
-    assert crm.profiles()[0]["mcp"]["mcpTools"] == {"search_docs": 1}  # the delivery carries the latest state
+    assert crm.profiles[0]["mcp"]["mcpTools"] == {"search_docs": 1}  # the delivery carries the latest state
 
 
 def test_a_crm_5xx_is_retried_and_the_profile_delivered_once(crm):
-    crm.statuses = [503, 500]
+    crm.failures = [503, 500]
     make_users(1)
     run_sync()
     delivery = Job.objects.get(kind=sync.DELIVER_KIND)
@@ -158,16 +143,16 @@ def test_a_crm_5xx_is_retried_and_the_profile_delivered_once(crm):
     run_jobs(sync.DELIVER_KIND)
     delivery.refresh_from_db()
     assert delivery.status == "succeeded" and delivery.attempts == 3
-    assert crm.subs() == ["auth0|u0"]
+    assert subs(crm) == ["auth0|u0"]
 
 
 def test_a_crm_400_dead_letters_the_delivery(crm):
-    crm.statuses = [400]
+    crm.failures = [400]
     make_users(1)
     run_sync()
     delivery = Job.objects.get(kind=sync.DELIVER_KIND)
     assert delivery.status == "dead" and "HTTP 400" in delivery.last_error
-    assert crm.received == [] and TrackedUser.objects.get().last_delivered_at is None
+    assert crm.profiles == [] and TrackedUser.objects.get().last_delivered_at is None
 
 
 def test_without_a_webhook_url_nothing_is_sent_and_deliveries_are_skipped(httpserver, settings):
@@ -186,7 +171,7 @@ def test_the_sync_refreshes_kapa_engagement_before_delivering(crm, kapa_stand_in
     ]
     activity.tracked_user_sign_in(sub=SUB, channel="docs-login", email="kim@acme.com")
     run_sync()
-    kapa = crm.profiles()[0]["kapa"]
+    kapa = crm.profiles[0]["kapa"]
     assert kapa["kapaConversations"] == 2 and kapa["kapaQuestions"] == ["Tiered storage?", "Is Confluent faster?"]
     assert TrackedUser.objects.get().kapa_competitor_mentions == {"Confluent": 1}
 
@@ -212,7 +197,7 @@ def test_questions_asked_through_mcp_are_merged_with_the_widget_threads(crm, kap
             sub=SUB, thread_id=thread_id, question=question, at=NOW - timedelta(minutes=minutes_ago)
         )
     run_sync()
-    kapa = crm.profiles()[0]["kapa"]
+    kapa = crm.profiles[0]["kapa"]
     assert kapa["kapaConversations"] == 4
     # Newest first across both: the widget's questions are dated by their thread's last activity.
     assert kapa["kapaQuestions"] == [
@@ -228,7 +213,7 @@ def test_a_user_who_only_asked_through_mcp_has_kapa_engagement(crm, kapa_stand_i
     activity.kapa_question_record(sub=SUB, thread_id="t-2", question="Mail me at kim@acme.com", at=asked_at)
     assert TrackedUser.objects.get().is_pending  # asking is activity: the next sync delivers the user
     run_sync()
-    kapa = crm.profiles()[0]["kapa"]
+    kapa = crm.profiles[0]["kapa"]
     assert kapa["kapaConversations"] == 2
     # Our own capture of free text: whitespace collapsed and personal data masked, as the widget's questions are.
     assert kapa["kapaQuestions"] == ["Mail me at [EMAIL]", "Does Confluent Cloud work?"]
@@ -247,7 +232,7 @@ def test_asked_questions_are_capped_per_user_and_the_threads_still_counted(crm, 
     assert user.kapa_asked_thread_count == activity.KAPA_ASKED_QUESTIONS_CAP + 5
     assert user.kapa_asked_questions[0]["question"] == "A follow-up in an old thread?"
     run_sync()
-    kapa = crm.profiles()[0]["kapa"]
+    kapa = crm.profiles[0]["kapa"]
     assert kapa["kapaConversations"] == activity.KAPA_ASKED_QUESTIONS_CAP + 5
     assert len(kapa["kapaQuestions"]) == activity.KAPA_ASKED_QUESTIONS_CAP
 
@@ -258,7 +243,7 @@ def test_when_kapa_fails_the_profile_keeps_the_last_engagement_whole(crm, kapa_s
     TrackedUser.objects.update(kapa_thread_count=3, kapa_questions=["Tiered storage?"])
     activity.kapa_question_record(sub=SUB, thread_id="t-1", question="How do I enable TLS?")
     run_sync()
-    kapa = crm.profiles()[0]["kapa"]
+    kapa = crm.profiles[0]["kapa"]
     assert kapa["kapaConversations"] == 3 and kapa["kapaQuestions"] == ["Tiered storage?"]
     # Still recorded: the next sync that reaches Kapa merges it.
     assert TrackedUser.objects.get().kapa_asked_thread_count == 1
@@ -268,10 +253,10 @@ def test_past_its_time_budget_the_sync_queues_its_continuation_which_finishes(cr
     settings.TRACKING_SYNC_TIME_BUDGET_SECONDS = 0
     make_users(3)
     shards = run_sync()
-    assert crm.received == [] and TrackedUser.objects.filter(pending_since__isnull=False).count() == 3
+    assert crm.profiles == [] and TrackedUser.objects.filter(pending_since__isnull=False).count() == 3
     settings.TRACKING_SYNC_TIME_BUDGET_SECONDS = 60
     run_jobs(sync.SYNC_KIND)
-    assert crm.subs() == ["auth0|u0", "auth0|u1", "auth0|u2"]
+    assert subs(crm) == ["auth0|u0", "auth0|u1", "auth0|u2"]
     assert all(Job.objects.filter(key=f"{shard.key}#2", status="succeeded").exists() for shard in shards)
 
 
@@ -283,14 +268,14 @@ def test_shards_split_the_pending_users_and_each_delivers_only_its_own(crm, sett
 
     jobs.run_now(shards[1].pk)
     ids = TrackedUser.objects.filter(pending_since__isnull=True).values_list("id", flat=True)
-    assert len(crm.received) == 3 and all(user_id % 3 == 1 for user_id in ids)
+    assert len(crm.profiles) == 3 and all(user_id % 3 == 1 for user_id in ids)
     run_jobs(sync.SYNC_KIND)
-    assert len(crm.subs()) == 9 and not TrackedUser.objects.filter(pending_since__isnull=False).exists()
+    assert len(subs(crm)) == 9 and not TrackedUser.objects.filter(pending_since__isnull=False).exists()
 
 
 @pytest.mark.slow
-def test_a_sync_killed_midway_resumes_and_every_pending_user_is_delivered(httpserver, settings):
-    crm = FakeCrm(httpserver, delay=0.05)
+def test_a_sync_killed_midway_resumes_and_every_pending_user_is_delivered(crm, settings):
+    crm.delay = 0.05
     make_users(60)
     settings.TRACKING_SYNC_SHARDS = 1
     (job,) = sync.profile_sync_start(reason="test")
@@ -299,12 +284,12 @@ def test_a_sync_killed_midway_resumes_and_every_pending_user_is_delivered(httpse
     worker = subprocess.Popen([sys.executable, "-c", code], env=env, start_new_session=True)
     try:
         deadline = time.monotonic() + 60
-        while len(crm.received) < 10 and time.monotonic() < deadline:
+        while len(crm.profiles) < 10 and time.monotonic() < deadline:
             time.sleep(0.05)
     finally:
         os.killpg(worker.pid, signal.SIGKILL)
         worker.wait(timeout=10)
-    delivered_before = len(crm.received)
+    delivered_before = len(crm.profiles)
     assert 10 <= delivered_before < 60
     job.refresh_from_db()
     assert job.status == "running"
@@ -316,11 +301,11 @@ def test_a_sync_killed_midway_resumes_and_every_pending_user_is_delivered(httpse
     run_jobs(sync.SYNC_KIND)
     run_jobs(sync.DELIVER_KIND)  # ones queued but not yet run when the worker died
 
-    assert set(crm.subs()) == {f"auth0|u{n}" for n in range(60)}
+    assert set(subs(crm)) == {f"auth0|u{n}" for n in range(60)}
     assert not TrackedUser.objects.filter(pending_since__isnull=False).exists()
     ids_per_sub = {}
-    for request, profile in zip(crm.received, crm.profiles(), strict=True):
-        ids_per_sub.setdefault(profile["sub"], set()).add(request.headers["webhook-id"])
+    for delivery, profile in zip(delivered(crm), crm.profiles, strict=True):
+        ids_per_sub.setdefault(profile["sub"], set()).add(delivery.detail["webhook-id"])
     assert all(len(ids) == 1 for ids in ids_per_sub.values())  # a repeat carries the same id: the CRM drops it
 
 
@@ -344,11 +329,11 @@ def test_the_beat_trigger_only_queues_the_sync_and_retention_jobs(crm, settings)
 
     make_users(2)
     daily_sync()
-    assert crm.received == []  # nothing done in the trigger itself
+    assert crm.profiles == []  # nothing done in the trigger itself
     kinds = sorted(Job.objects.values_list("kind", flat=True))
     assert kinds == [sync.RETENTION_KIND] + [sync.SYNC_KIND] * settings.TRACKING_SYNC_SHARDS
     run_jobs(sync.SYNC_KIND)
-    assert len(crm.received) == 2
+    assert len(crm.profiles) == 2
 
 
 @pytest.mark.parametrize("path", ["/internal/tracking/sync", "/internal/tracking/retention"])
@@ -373,8 +358,8 @@ def test_deliver_profiles_command(crm):
     assert "would queue 3 deliveries" in out.getvalue() and not Job.objects.exists()
     call_command("deliver_profiles", "--sub", "auth0|u1", stdout=out)
     run_jobs(sync.DELIVER_KIND)
-    assert crm.subs() == ["auth0|u1"]
+    assert subs(crm) == ["auth0|u1"]
     call_command("deliver_profiles", "--all-pending", stdout=out)
     run_jobs(sync.DELIVER_KIND)
-    assert crm.subs() == ["auth0|u0", "auth0|u1", "auth0|u2"]
+    assert subs(crm) == ["auth0|u0", "auth0|u1", "auth0|u2"]
     assert not TrackedUser.objects.filter(pending_since__isnull=False).exists()
