@@ -8,11 +8,13 @@ from twisted.web import http as twisted_http
 
 from config.checks import fail_on_unsafe_settings
 from config.handlers import SyncChainASGIHandler
+from config.sentry import reported, sentry_init
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 django.setup(set_prefix=False)  # as django.core.asgi.get_asgi_application does, with our handler below
 fail_on_unsafe_settings()  # daphne runs no system checks: refuse to serve with unsafe production settings
-django_asgi_app = SyncChainASGIHandler()
+sentry_init()  # before the handler loads the middleware, which sentry-sdk instruments
+django_asgi_app = reported(SyncChainASGIHandler())
 
 # daphne holds the objects of every open stream (a thousand SSE responses and their relays, bench/sse) for
 # minutes, and the collector's default thresholds walk them all several times a second: nearly half of the

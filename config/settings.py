@@ -68,6 +68,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "config.metrics.RequestMetricsMiddleware",  # first: it times all the others
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django_structlog.middlewares.RequestMiddleware",
@@ -167,6 +168,7 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = env.int("CELERY_WORKER_PREFETCH_MULTIPLIER", default=4)
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_TIMEZONE = "UTC"
+CELERY_IMPORTS = ["config.sentry"]  # workers and beat start error reporting on their start signals
 
 # Celery's Django fixup closes every DB connection after each task (and, with the psycopg
 # pool in a prefork worker, the whole pool): a new PostgreSQL connection per task, about 60%
@@ -507,7 +509,7 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = REQUEST_MAX_BODY_BYTES
 # HTTPS: on by default when the site is served over https; `manage.py check --deploy` fails without them.
 _https_site = SITE_URL.startswith("https://")
 SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=_https_site)
-SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]  # load-balancer probes over plain HTTP
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]  # probes and scrapes over plain HTTP
 SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=31536000 if _https_site else 0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=False)
 SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=False)
@@ -542,6 +544,16 @@ AXES_VERBOSE = False  # no banner on every start of every process
 AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
 INSTALLED_APPS += ["axes", "csp"]
 MIDDLEWARE += ["csp.middleware.CSPMiddleware", "axes.middleware.AxesMiddleware"]
+# /metrics (config/metrics.py) answers addresses or networks listed here (the client's address as
+# config.client_ip reads it) and `Authorization: Bearer METRICS_TOKEN`; anyone else, and everyone while both
+# are empty, gets a 404. Several web processes: PROMETHEUS_MULTIPROC_DIR (docs/operations.md).
+METRICS_ALLOWED_IPS = env.list("METRICS_ALLOWED_IPS", default=[])
+METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
+# Errors go to Sentry when SENTRY_DSN is set (config/sentry.py), personal data redacted first.
+SENTRY_DSN = env.str("SENTRY_DSN", default="")
+SENTRY_ENVIRONMENT = env.str("SENTRY_ENVIRONMENT", default="")  # empty: "production"
+SENTRY_RELEASE = env.str("SENTRY_RELEASE", default="")  # empty: the git commit when there is one
+SENTRY_TRACES_SAMPLE_RATE = env.float("SENTRY_TRACES_SAMPLE_RATE", default=0.0)  # share of requests traced
 # Bearer token that shows /readyz's details to a caller that is not a staff session; empty: staff only.
 HEALTH_CHECK_TOKEN = env.str("HEALTH_CHECK_TOKEN", default="")
 READYZ_CACHE_SECONDS = env.float("READYZ_CACHE_SECONDS", default=5.0)

@@ -26,8 +26,10 @@ import django
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 django.setup()
 
+from config.sentry import reported, sentry_init  # noqa: E402  (after django.setup)
 from docs_mcp.server import application_from_settings  # noqa: E402  (after django.setup)
 
-application = application_from_settings()
+sentry_init()
+application = reported(application_from_settings())
 # Everything imported and built so far lives as long as the process: out of the collector's way.
 gc.freeze()

@@ -35,6 +35,7 @@ __all__ = [
     "keep_payload_on_success",
     "keys_in_progress",
     "last_sweep_at",
+    "queue_by_kind",
     "registered_kinds",
     "replay",
     "replay_or_enqueue",
@@ -251,3 +252,11 @@ def health_by_kind(*, store_ids=None) -> list[dict]:
     from jobs.selectors import jobs_health_by_kind
 
     return jobs_health_by_kind(store_ids=store_ids)
+
+
+def queue_by_kind(*, now) -> list[dict]:
+    """Per kind with unfinished or dead jobs: pending, running and dead counts, and `oldest_due_at`: the run_after
+    of its oldest pending job due by `now` (None when none is). One query, for the metrics scrape."""
+    from jobs.selectors import jobs_queue_by_kind
+
+    return jobs_queue_by_kind(now=now)

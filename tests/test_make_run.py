@@ -31,7 +31,7 @@ def wait_for(condition, *, timeout, message):
         try:
             if result := condition():
                 return result
-        except (requests.ConnectionError, psycopg.OperationalError, FileNotFoundError):
+        except (requests.ConnectionError, requests.Timeout, psycopg.OperationalError, FileNotFoundError):
             pass
         time.sleep(0.5)
     raise AssertionError(f"timed out waiting for {message}")

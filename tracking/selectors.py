@@ -2,16 +2,19 @@
 
 import os
 from dataclasses import dataclass
+from datetime import datetime
 
 from django.conf import settings
 from django.core.cache import cache
 from django.db.models import Count, Max
+from django.db.models.fields.json import KT
 from django.db.models.functions import TruncDate
 
 import jobs
 from integrations.imap import MailboxSettings
 from stores.models import Store
 from tracking.models import ENV_MAILBOX_NAME, ENV_VAR_NAME, Mailbox, TrackedUser, imap_host_allowed
+from tracking.sync import SYNC_KIND
 
 STORE_MAPPING_CACHE_KEY = "tracking:store-mapping"
 
@@ -136,6 +139,28 @@ def mailbox_last_polls() -> list[dict]:
         job = job.first()
         polls.append({"mailbox": name, "status": job.status if job else None, "at": job.created_at if job else None})
     return polls
+
+
+def mailbox_last_successful_polls() -> dict[str, datetime | None]:
+    """Each mailbox polled now: when its newest successful poll finished (None: none within job retention).
+    One query over the poll jobs, through their keys' index, for every mailbox."""
+    from tracking.services import POLL_KIND  # here: tracking.services imports this module
+
+    succeeded = (
+        jobs.jobs_with_key_prefix(f"{POLL_KIND}:")
+        .filter(status="succeeded")
+        .values(mailbox=KT("payload__mailbox"))
+        .annotate(at=Max("finished_at"))
+        .order_by()
+    )
+    finished = {row["mailbox"]: row["at"] for row in succeeded}
+    return {name: finished.get(name) for name in mailbox_names_active()}
+
+
+def crm_sync_last_succeeded_at() -> datetime | None:
+    """When a job of the CRM sync (daily or triggered) last succeeded (None: none within job retention)."""
+    succeeded = jobs.jobs_with_key_prefix(f"{SYNC_KIND}:").filter(status="succeeded")
+    return succeeded.aggregate(at=Max("finished_at"))["at"]
 
 
 def circuit_breakers() -> dict[str, dict]:
