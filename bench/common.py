@@ -9,6 +9,7 @@ the functions that need Django import it when called, after `django.setup()`.
   (so it and its children form one process group), output to a log file in the
   bench's `out/`, stopped with SIGTERM then SIGKILL for the whole group.
 - `free_port()` / `wait_http()`: a port for a server to start on, and waiting until it answers there.
+- `start_nginx()`: nginx in the foreground with the site of deploy/nginx/leadgen.conf in front of a web socket.
 - `celery_worker_command()`: the worker every bench runs, quiet and alone.
 - `CpuMeter`: CPU seconds per part (this process, each started process group,
   PostgreSQL, Redis) read from /proc, and the rest of the machine, which on a
@@ -118,6 +119,35 @@ def wait_http(process, url, timeout=60.0):
         except OSError:
             time.sleep(0.2)
     raise BenchError(f"{process.name} did not answer at {url}")
+
+
+def start_nginx(name, *, web, out_dir, worker_connections=4096):
+    """nginx in the foreground with the site deploy/render.py renders for the web socket `web` (HOST:PORT), on
+    a free port, in a prefix of its own under `out_dir` (main config as Debian's gives a site); (process, URL)."""
+    prefix, port = out_dir / name, free_port()
+    (prefix / "static").mkdir(parents=True, exist_ok=True)
+    subprocess.run(
+        [sys.executable, str(ROOT / "deploy/render.py"), str(prefix / "out"), "--server-name", "localhost",
+         "--listen", f"127.0.0.1:{port}", "--web", web, "--static-root", str(prefix / "static")],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    kinds = ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
+    temp = "\n".join(f"    {kind}_temp_path {prefix / kind};" for kind in kinds)
+    (prefix / "nginx.conf").write_text(f"""{"user root;" if os.geteuid() == 0 else ""}
+worker_processes 1;
+pid {prefix / "nginx.pid"};
+error_log stderr warn;
+events {{ worker_connections {worker_connections}; }}
+http {{
+    include /etc/nginx/mime.types;
+    default_type application/octet-stream;
+    access_log off;
+{temp}
+    include {prefix / "out/nginx/leadgen.conf"};
+}}
+""")
+    command = ["nginx", "-e", "stderr", "-p", str(prefix), "-c", str(prefix / "nginx.conf"), "-g", "daemon off;"]
+    return start_process(name, command, env=dict(os.environ), out_dir=out_dir), f"http://127.0.0.1:{port}"
 
 
 # What the Procfile gives worker processes: one kept database connection each, no pool (settings.py).
