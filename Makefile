@@ -12,7 +12,7 @@ PIP := $(BIN)/python -m pip --disable-pip-version-check
 PORT ?= 8000
 PYTEST_ARGS ?=
 
-.PHONY: help .venv install install-dev install-bench run test lint bench-jobs bench-intake bench-sources bench-redaction bench-imap bench-imap-hostile bench-sync bench-backoffice bench-blog bench-chat bench-mcp bench-sse bench-privacy reliability clean
+.PHONY: help .venv install install-dev install-bench run test lint bench-jobs bench-intake bench-sources bench-redaction bench-imap bench-imap-hostile bench-sync bench-backoffice bench-blog bench-chat bench-mcp bench-sse bench-scale bench-privacy reliability cluster-test clean
 
 help:
 	@echo "make install      runtime venv (.venv, requirements.txt)"
@@ -28,12 +28,14 @@ help:
 	@echo "make bench-imap-hostile  the slowest of a set of hostile emails through the parser, vs the unbounded one"
 	@echo "make bench-sync   daily CRM sync: 10,000 pending among 1,000,000 users vs among 10,000"
 	@echo "make bench-sse    1,000 prototype progress streams on one daphne vs a bare async relay"
+	@echo "make bench-scale  1 web process vs 2 behind nginx (intake, prototype streams), and nginx vs straight"
 	@echo "make bench-backoffice  admin dashboard and lists on 100,000 leads/tasks, 1,000,000 jobs vs stock changelists"
 	@echo "make bench-chat   200 chats through the relay on daphne vs a direct WebSocket client of the same fake agent"
 	@echo "make bench-mcp    search_docs calls through our MCP server vs the bare SDK server, 50 clients"
 	@echo "make bench-blog   GET /api/posts on a warm cache vs a bare view, and a 500-request cold burst, on daphne + Redis"
 	@echo "make bench-privacy  export and erasure of a person with 10,000 timeline events and 1,000 jobs, among 1,000,000 jobs"
 	@echo "make reliability  fault-injection suite at full scale (1,000 leads a scenario), figures in var/reliability/"
+	@echo "make cluster-test  web, worker and data hosts in network namespaces behind nginx (root), a host killed mid-run, figures in var/cluster/"
 	@echo "make clean        remove var/ and caches (keeps .venv)"
 
 # --- virtualenv: pip runs again only when a requirements file changed ------------------
@@ -105,6 +107,10 @@ bench-sse: install-dev
 	scripts/install-system-deps
 	scripts/with-services $(BIN)/python bench/sse/run.py
 
+bench-scale: install-dev
+	scripts/install-system-deps
+	scripts/with-services $(BIN)/python bench/scale/run.py
+
 bench-backoffice: install-dev
 	scripts/install-system-deps
 	scripts/with-services $(BIN)/python bench/backoffice/run.py
@@ -128,6 +134,11 @@ bench-privacy: install-dev
 reliability: install-dev
 	scripts/install-system-deps
 	RELIABILITY_SCALE=full scripts/with-services $(BIN)/pytest -p no:randomly -q -s --timeout 7200 tests/reliability/test_fault_suite.py $(PYTEST_ARGS)
+
+# tests/cluster starts its own PostgreSQL, Redis and hosts; with-services only serves pytest's own settings.
+cluster-test: install-dev
+	scripts/install-system-deps
+	CLUSTER_SCALE=$${CLUSTER_SCALE:-full} scripts/with-services $(BIN)/pytest -p no:randomly -q -s --timeout 3600 tests/cluster/test_cluster.py $(PYTEST_ARGS)
 
 clean:
 	rm -rf var/ .pytest_cache/ .ruff_cache/ .hypothesis/
