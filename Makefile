@@ -138,7 +138,7 @@ reliability: install-dev
 # tests/cluster starts its own PostgreSQL, Redis and hosts; with-services only serves pytest's own settings.
 cluster-test: install-dev
 	scripts/install-system-deps
-	CLUSTER_SCALE=$${CLUSTER_SCALE:-full} scripts/with-services $(BIN)/pytest -p no:randomly -q -s --timeout 3600 tests/cluster/test_cluster.py $(PYTEST_ARGS)
+	CLUSTER_SCALE=full scripts/with-services $(BIN)/pytest -p no:randomly -q -s --timeout 3600 tests/cluster/test_cluster.py $(PYTEST_ARGS)
 
 clean:
 	rm -rf var/ .pytest_cache/ .ruff_cache/ .hypothesis/

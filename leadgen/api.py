@@ -18,6 +18,8 @@ from config.throttling import ScopedRateThrottle
 from leadgen import selectors, services
 from leadgen.idempotency import (
     IdempotencyConflict,
+    Replay,
+    Saved,
     body_hash,
     idempotency_caller,
     idempotency_complete,
@@ -116,16 +118,20 @@ class LeadCreateView(APIView):
             return self._create(request, trusted=trusted)
         owned = {"scope": self.IDEMPOTENCY_SCOPE, "caller": caller, "key": key}
         try:
-            replay = idempotency_reserve(**owned, request_hash=body_hash(request.body))
+            reserved = idempotency_reserve(**owned, request_hash=body_hash(request.body))
         except IdempotencyConflict as conflict:
             return Response(error_body(conflict.code, conflict.message), status=conflict.status)
-        if replay:
-            response = HttpResponse(replay.content, status=replay.status, content_type=replay.content_type)
+        if isinstance(reserved, Replay):
+            response = HttpResponse(reserved.content, status=reserved.status, content_type=reserved.content_type)
             response["Idempotent-Replayed"] = "true"
             return response
         try:
+            if isinstance(reserved, Saved):  # the first request saved this lead, then died before answering
+                answer = self._created(selectors.lead_get(lead_id=reserved.lead_id))
+            else:
+                answer = self._create(request, trusted=trusted, reservation=owned)
             # Rendered here, not on the way out, so that the bytes kept are the bytes sent.
-            response = self.finalize_response(request, self._create(request, trusted=trusted)).render()
+            response = self.finalize_response(request, answer).render()
         except BaseException:
             idempotency_release(**owned)
             raise
@@ -134,7 +140,7 @@ class LeadCreateView(APIView):
         )
         return response
 
-    def _create(self, request, *, trusted: bool) -> Response:
+    def _create(self, request, *, trusted: bool, reservation: dict | None = None) -> Response:
         serializer = LeadInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         fields = dict(serializer.validated_data)
@@ -148,10 +154,15 @@ class LeadCreateView(APIView):
                 trusted_chat=trusted,
                 recaptcha_token=recaptcha_token,
                 chat_session_id=chat_session_id if trusted else "",
+                reservation=reservation,
             )
         except services.IntakeRefused as refused:
             headers = {"Retry-After": str(refused.retry_after)} if refused.retry_after else {}
             return Response(error_body(refused.code, refused.message), status=refused.status, headers=headers)
+        return self._created(lead)
+
+    @staticmethod
+    def _created(lead) -> Response:
         body = {
             "leadId": lead.public_id,
             "previewUrl": lead.preview_url or None,

@@ -14,14 +14,22 @@ address change still replays). A request with no identifiable caller is never
 replayed: it runs as if it had no key.
 
 A replay is the response as first sent: status, content type and body bytes.
+
+The request that holds a key also holds a session advisory lock on it, taken
+before the row is read or written and dropped when the request ends. A process
+killed mid-request loses its connection and so the lock: a retry then finds the
+row still in progress with nobody holding it, and takes it over. If the dead
+request had saved its lead (the row says so in the lead's own transaction), the
+retry answers with that lead; if not, it runs the request as the first would.
 """
 
 import hashlib
+import json
 from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 from django.utils.crypto import salted_hmac
 
@@ -29,6 +37,7 @@ from config.client_ip import client_ip_bucket
 from leadgen.models import IdempotentRequest
 
 IN_PROGRESS = 0
+SAVED = 1  # the lead is saved, its answer not yet kept: response_content holds the lead's id
 
 
 @dataclass(frozen=True)
@@ -38,6 +47,13 @@ class Replay:
     content_type: str
 
 
+@dataclass(frozen=True)
+class Saved:
+    """A dead request's lead, saved before it could answer: the retry answers with it."""
+
+    lead_id: int
+
+
 class IdempotencyConflict(Exception):
     def __init__(self, code: str, message: str, status: int):
         super().__init__(message)
@@ -45,7 +61,16 @@ class IdempotencyConflict(Exception):
 
 
 def body_hash(raw: bytes) -> str:
-    return hashlib.sha256(raw).hexdigest()
+    """The request's identity: its JSON without `recaptchaToken`, a one-use credential a retry must renew
+    (the first attempt may have spent it before dying). A body that is not a JSON object counts as it is."""
+    try:
+        document = json.loads(raw)
+    except ValueError:
+        document = None
+    if not isinstance(document, dict):
+        return hashlib.sha256(raw).hexdigest()
+    document.pop("recaptchaToken", None)
+    return hashlib.sha256(json.dumps(document, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
 def idempotency_caller(request, *, trusted_chat: bool) -> str | None:
@@ -69,8 +94,39 @@ def idempotency_purge_expired() -> int:
     return deleted
 
 
-def idempotency_reserve(*, scope: str, caller: str, key: str, request_hash: str) -> Replay | None:
-    """Reserve `caller`'s `key`; returns the stored response to replay, or None when this request should run."""
+def _lock_id(scope: str, caller: str, key: str) -> int:
+    digest = hashlib.sha256(f"leadgen.idempotency\0{scope}\0{caller}\0{key}".encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
+def _owner_lock(scope: str, caller: str, key: str) -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_lock(%s)", [_lock_id(scope, caller, key)])
+        return cursor.fetchone()[0]
+
+
+def _owner_unlock(scope: str, caller: str, key: str) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_unlock(%s)", [_lock_id(scope, caller, key)])
+
+
+def idempotency_reserve(*, scope: str, caller: str, key: str, request_hash: str) -> Replay | Saved | None:
+    """Reserve `caller`'s `key`: None when this request should run, a Replay of the stored response, or the
+    Saved lead of a request that died before answering. Unless it raises or replays, the caller must end
+    with idempotency_complete or idempotency_release, which drop the lock taken here."""
+    if not _owner_lock(scope, caller, key):
+        raise IdempotencyConflict("idempotency_key_in_use", "A request with this key is still being processed.", 409)
+    try:
+        outcome = _reserve_locked(scope=scope, caller=caller, key=key, request_hash=request_hash)
+    except BaseException:
+        _owner_unlock(scope, caller, key)
+        raise
+    if isinstance(outcome, Replay):
+        _owner_unlock(scope, caller, key)
+    return outcome
+
+
+def _reserve_locked(*, scope: str, caller: str, key: str, request_hash: str) -> Replay | Saved | None:
     mine = IdempotentRequest.objects.filter(scope=scope, caller=caller, key=key)
     mine.filter(created_at__lt=_expired_before()).delete()
     try:
@@ -87,24 +143,39 @@ def idempotency_reserve(*, scope: str, caller: str, key: str, request_hash: str)
         return None
     except IntegrityError:
         existing = mine.first()
-    if existing is None:  # released between our insert and read: let the client retry
+    if existing is None:  # expired and purged between our insert and read: let the client retry
         raise IdempotencyConflict("idempotency_key_in_use", "Retry this request.", 409)
     if existing.request_hash != request_hash:
         raise IdempotencyConflict(
             "idempotency_key_reused", "This Idempotency-Key was used with a different request body.", 422
         )
-    if existing.response_status == IN_PROGRESS:
-        raise IdempotencyConflict("idempotency_key_in_use", "A request with this key is still being processed.", 409)
+    if existing.response_status == IN_PROGRESS:  # its request died (we hold the lock) before saving: run again
+        return None
+    if existing.response_status == SAVED:
+        return Saved(int(bytes(existing.response_content)))
     return Replay(existing.response_status, bytes(existing.response_content), existing.response_content_type)
 
 
+def idempotency_lead_saved(*, scope: str, caller: str, key: str, lead_id: int) -> None:
+    """In the lead's own transaction: a request that dies after this is answered from the lead on retry."""
+    IdempotentRequest.objects.filter(scope=scope, caller=caller, key=key).update(
+        response_status=SAVED, response_content=str(lead_id).encode()
+    )
+
+
 def idempotency_complete(*, scope: str, caller: str, key: str, status: int, content: bytes, content_type: str) -> None:
-    mine = IdempotentRequest.objects.filter(scope=scope, caller=caller, key=key)
-    if status >= 500 or status == 429:
-        mine.filter(response_status=IN_PROGRESS).delete()
-    else:
-        mine.update(response_status=status, response_content=content, response_content_type=content_type)
+    try:
+        mine = IdempotentRequest.objects.filter(scope=scope, caller=caller, key=key)
+        if status >= 500 or status == 429:
+            mine.filter(response_status=IN_PROGRESS).delete()  # a saved lead stays: its retry answers with it
+        else:
+            mine.update(response_status=status, response_content=content, response_content_type=content_type)
+    finally:
+        _owner_unlock(scope, caller, key)
 
 
 def idempotency_release(*, scope: str, caller: str, key: str) -> None:
-    IdempotentRequest.objects.filter(scope=scope, caller=caller, key=key, response_status=IN_PROGRESS).delete()
+    try:
+        IdempotentRequest.objects.filter(scope=scope, caller=caller, key=key, response_status=IN_PROGRESS).delete()
+    finally:
+        _owner_unlock(scope, caller, key)

@@ -18,6 +18,10 @@ def channel_choices() -> list[tuple[str, str]]:
     return Lead.Channel.choices
 
 
+def lead_get(*, lead_id: int) -> Lead:
+    return Lead.objects.get(pk=lead_id)
+
+
 def lead_latest_for_email(*, email: str) -> Lead | None:
     return Lead.objects.filter(email__iexact=email.strip()).order_by("-created_at").first()
 

@@ -16,6 +16,7 @@ from chat import services as chat_services
 from config.db import insert_on_conflict, update_many
 from integrations import llm, recaptcha
 from leadgen import selectors
+from leadgen.idempotency import idempotency_lead_saved
 from leadgen.models import Lead
 from leadgen.ratelimit import (
     prototype_buckets_consume,
@@ -84,11 +85,18 @@ def status_for(category: str) -> str:
 
 
 def lead_intake(
-    *, fields: dict, client_ip: str | None, trusted_chat: bool, recaptcha_token: str, chat_session_id: str = ""
+    *,
+    fields: dict,
+    client_ip: str | None,
+    trusted_chat: bool,
+    recaptcha_token: str,
+    chat_session_id: str = "",
+    reservation: dict | None = None,
 ) -> Lead:
     """Qualify a web-form submission and save it with its side effects queued, or refuse it.
 
     `chat_session_id` (trusted chat only): the conversation that produced the lead, linked in the same transaction.
+    `reservation`: the request's Idempotency-Key (scope, caller, key), marked saved in the same transaction.
     """
     if not trusted_chat and not settings.DEBUG:
         _recaptcha_check(recaptcha_token, client_ip=client_ip)
@@ -112,7 +120,11 @@ def lead_intake(
             service_type=fields.get("service_type", ""),
         )
         lead = lead_create(
-            fields=fields, client_ip=client_ip, classification=classification, chat_session_id=chat_session_id
+            fields=fields,
+            client_ip=client_ip,
+            classification=classification,
+            chat_session_id=chat_session_id,
+            reservation=reservation,
         )
     except BaseException:
         if holds_prototype:
@@ -250,9 +262,16 @@ def _lead_save(*, fields: dict, classification: Classification, is_test: bool = 
 
 @transaction.atomic
 def lead_create(
-    *, fields: dict, client_ip: str | None, classification: Classification, chat_session_id: str = ""
+    *,
+    fields: dict,
+    client_ip: str | None,
+    classification: Classification,
+    chat_session_id: str = "",
+    reservation: dict | None = None,
 ) -> Lead:
     lead = _lead_save(fields=fields, classification=classification, channel=Lead.Channel.WEB_FORM, client_ip=client_ip)
+    if reservation:
+        idempotency_lead_saved(**reservation, lead_id=lead.pk)
     if chat_session_id:
         chat_services.chat_session_link_lead(session_id=chat_session_id, lead_id=lead.pk)
     lead_fan_out(lead=lead)

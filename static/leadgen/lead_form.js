@@ -36,7 +36,7 @@
 
   let current = 0;
   let sending = false;
-  // The request in flight: sent again as is (same Idempotency-Key, same body) until the server answers it,
+  // The request in flight: sent again with the same Idempotency-Key and fields until the server answers it,
   // so a retry after a lost response replays the first answer instead of creating a second lead.
   let attempt = null;
 
@@ -162,29 +162,31 @@
       return;
     }
     const fields = JSON.stringify(payload());
-    if (!attempt || attempt.fields !== fields) {
-      let token;
-      try {
-        token = await recaptchaToken();
-      } catch {
-        showGeneralError(RECAPTCHA_ERROR);
-        return;
-      }
-      const body = token ? JSON.stringify({ ...JSON.parse(fields), recaptchaToken: token }) : fields;
-      attempt = { key: uuid4(), fields, body };
+    if (!attempt || attempt.fields !== fields) attempt = { key: uuid4(), fields };
+    // A fresh token for every send, the same key: a token is used up once checked, and the server leaves
+    // it out of what makes two requests the same.
+    let token;
+    try {
+      token = await recaptchaToken();
+    } catch {
+      showGeneralError(RECAPTCHA_ERROR);
+      return;
     }
+    const body = token ? JSON.stringify({ ...JSON.parse(fields), recaptchaToken: token }) : fields;
     let response;
     try {
       response = await fetch(form.action, {
         method: "POST",
         headers: { "Content-Type": "application/json", Accept: "application/json", "Idempotency-Key": attempt.key },
-        body: attempt.body,
+        body,
       });
     } catch {
       showGeneralError(NETWORK_ERROR);
       return;
     }
-    if (response.status !== 409) attempt = null; // 409: the first request with this key is still running
+    // Kept for the next click when the server has not answered this request yet: 409, the first request
+    // with this key is still running; 502/503/504, a proxy's answer, the request may have saved the lead.
+    if (![409, 502, 503, 504].includes(response.status)) attempt = null;
     if (response.ok) showSuccess(await response.json());
     else await showResponseError(response);
   }

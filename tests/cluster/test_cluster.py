@@ -39,12 +39,7 @@ ROOT = Path(__file__).resolve().parents[2]
 VAR = ROOT / "var" / "cluster"
 FULL = os.environ.get("CLUSTER_SCALE") == "full"
 
-# Run by `make cluster-test` (CLUSTER_SCALE=full, or short), not by `make test`: a web process killed
-# mid-intake leaves its Idempotency-Key reserved (docs/reliability.md, "Cluster"), so this fails today.
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(os.environ.get("CLUSTER_SCALE") not in ("full", "short"), reason="make cluster-test runs it"),
-]
+pytestmark = pytest.mark.slow
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,9 @@ Each visitor calls from an address of its own on the bridge (the throttles, the 
 Idempotency-Key owner are per client address, as nginx reports it). What a visitor does after a failure is
 what the product's own clients do:
 
-- a submission is sent again as it was (same Idempotency-Key, same body) until it is answered, as the lead
-  form does after a lost answer (static/leadgen/lead_form.js), after Retry-After on a 429;
+- a submission is sent again (same Idempotency-Key and fields, a fresh reCAPTCHA token) until it is
+  answered, as the lead form does after a lost answer (static/leadgen/lead_form.js), after Retry-After
+  on a 429;
 - a progress page's stream is read as EventSource reads it: after a cut it reconnects with Last-Event-ID,
   until `complete` or `error` (or a 204: nothing more will come);
 - a chat question is asked once: a cut answer is read back from the transcript afterwards.
@@ -111,7 +112,7 @@ class Visitors:
         return self.sessions[visitor % len(self.sessions)]
 
     # --- the lead form -------------------------------------------------------------------------
-    def body(self, n: int, *, prototype: bool) -> bytes:
+    def body(self, n: int, *, prototype: bool, attempt: int = 0) -> bytes:
         return json.dumps({
             "firstName": "Ada",
             "lastName": f"Lovelace {n}",
@@ -120,15 +121,16 @@ class Visitors:
             "company": f"Acme {self.tag} {n}",
             "message": "We need help automating our quoting process this quarter.",
             "serviceType": "diagnostic" if prototype else "dedicated_team",
-            "recaptchaToken": f"token-{self.tag}-{n}",
+            "recaptchaToken": f"token-{self.tag}-{n}-{attempt}",  # one use each, as the lead form gets it
         }).encode()  # fmt: skip
 
     async def submit(self, n: int, *, visitor: int, prototype: bool) -> Submission:
         submission = Submission(n, f"ada.{self.tag}.{n}@analytical.example", prototype)
-        body, key = self.body(n, prototype=prototype), f"{self.tag}-{n}"
+        key = f"{self.tag}-{n}"
         headers = {"Content-Type": "application/json", "Accept": "application/json", "Idempotency-Key": key}
         ends = time.monotonic() + SUBMIT_SECONDS
-        for _ in range(SUBMIT_ATTEMPTS):
+        for attempt in range(SUBMIT_ATTEMPTS):
+            body = self.body(n, prototype=prototype, attempt=attempt)
             wait = 1.0
             try:
                 async with self._session(visitor).post(

@@ -4,6 +4,7 @@ import json
 import time
 from datetime import timedelta
 
+import psycopg
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -405,3 +406,64 @@ def test_expired_idempotency_records_are_purged(client):
     IdempotentRequest.objects.filter(key="old").update(created_at=timezone.now() - timedelta(hours=25))
     assert purge_idempotency_keys() == 1
     assert list(IdempotentRequest.objects.values_list("key", flat=True)) == ["new"]
+
+
+def _dead_request_left(key: str, *, saved_lead_id: int | None = None) -> None:
+    """What a web process killed mid-request leaves: its reservation row, and its connection (and so its
+    advisory lock) gone. Written by a connection of its own, closed at once, as the dead process's was."""
+    row = IdempotentRequest.objects.get(key=key)
+    status, content = (1, str(saved_lead_id).encode()) if saved_lead_id else (0, b"")
+    database = connection.settings_dict
+    with psycopg.connect(
+        host=database["HOST"], port=database["PORT"], user=database["USER"], dbname=database["NAME"],
+        password=database["PASSWORD"] or None, autocommit=True,
+    ) as dead:  # fmt: skip
+        dead.execute(
+            "UPDATE leadgen_idempotentrequest SET response_status = %s, response_content = %s WHERE id = %s",
+            [status, content, row.pk],
+        )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_retry_runs_a_request_whose_process_died_before_saving_its_lead(client):
+    post_lead(client, submission(), HTTP_IDEMPOTENCY_KEY="died-1")
+    Lead.objects.all().delete()  # the dead request never saved it
+    _dead_request_left("died-1")
+
+    again = post_lead(client, submission(), HTTP_IDEMPOTENCY_KEY="died-1")
+
+    assert again.status_code == 200, again.content
+    assert Lead.objects.count() == 1
+    assert post_lead(client, submission(), HTTP_IDEMPOTENCY_KEY="died-1")["Idempotent-Replayed"] == "true"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_retry_answers_with_the_lead_a_dead_request_saved_and_creates_no_second(client):
+    first = post_lead(client, submission(), HTTP_IDEMPOTENCY_KEY="died-2")
+    lead = Lead.objects.get()
+    _dead_request_left("died-2", saved_lead_id=lead.pk)
+
+    again = post_lead(client, submission(), HTTP_IDEMPOTENCY_KEY="died-2")
+
+    assert again.status_code == 200 and again.json()["leadId"] == first.json()["leadId"]
+    assert Lead.objects.count() == 1 and Job.objects.filter(kind="leadgen.pipedrive_sync").count() == 1
+    replay = post_lead(client, submission(), HTTP_IDEMPOTENCY_KEY="died-2")
+    assert replay["Idempotent-Replayed"] == "true" and replay.content == again.content
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_key_whose_request_is_still_running_elsewhere_is_a_409(client):
+    from leadgen.idempotency import _lock_id
+
+    post_lead(client, submission(), HTTP_IDEMPOTENCY_KEY="busy-1")
+    row = IdempotentRequest.objects.get()
+    IdempotentRequest.objects.filter(pk=row.pk).update(response_status=0, response_content=b"")
+    database = connection.settings_dict
+    with psycopg.connect(
+        host=database["HOST"], port=database["PORT"], user=database["USER"], dbname=database["NAME"],
+        password=database["PASSWORD"] or None, autocommit=True,
+    ) as running:  # fmt: skip
+        running.execute("SELECT pg_advisory_lock(%s)", [_lock_id(row.scope, row.caller, row.key)])
+        busy = post_lead(client, submission(), HTTP_IDEMPOTENCY_KEY="busy-1")
+    assert busy.status_code == 409 and busy.json()["error"]["code"] == "idempotency_key_in_use"
+    assert Lead.objects.count() == 1
