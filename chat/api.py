@@ -6,6 +6,8 @@ sends `X-Chat-Widget-Token`, a signed token naming the one session it may
 use, so that the key never reaches a browser.
 """
 
+import asyncio
+
 from django.conf import settings
 from django.core import signing
 from django.core.validators import RegexValidator
@@ -19,7 +21,7 @@ from rest_framework.exceptions import APIException, NotFound, ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from chat import relay, selectors, services
+from chat import admission, relay, selectors, services
 from config.api import (
     DATABASE_RETRY_AFTER_SECONDS,
     DatabaseUnavailable,
@@ -27,11 +29,12 @@ from config.api import (
     StrictCharField,
     error_body,
 )
-from config.client_ip import USER_IP_SCHEMA, address_bucket, visitor_ip
+from config.batching import Batches
+from config.client_ip import USER_IP_SCHEMA, visitor_ip
 from config.parsers import json_body
 from config.secrets import InvalidSecret, trusted_chat_client
-from config.streams import Lease, held_while_sent, slots_release, slots_take, too_many_streams
-from config.throttling import ScopedRateThrottle, window_wait
+from config.streams import held_while_sent, slots_release, too_many_streams
+from config.throttling import ScopedRateThrottle
 from integrations import agent
 
 WIDGET_TOKEN_SALT = "chat.widget"
@@ -85,25 +88,9 @@ def caller_is_trusted(request, *, session_id: str) -> bool:
     raise InvalidSecret()
 
 
-def stream_allowed(*, session_id: str, ip: str | None) -> int | None:
-    """Count this message against its session's and its IP's allowance: None if allowed, else seconds to wait."""
-    for scope, who, rate in (
-        ("session", session_id, settings.CHAT_STREAM_RATE_PER_SESSION),
-        ("ip", ip, settings.CHAT_STREAM_RATE_PER_IP),
-    ):
-        if who is not None and (wait := window_wait(f"chat:stream:{scope}:{who}", rate)) is not None:
-            return int(wait) + 1
-    return None
-
-
-def stream_slot_take(*, session_id: str, ip: str | None) -> Lease | None:
-    """A slot for this answer's stream under its session and its IP (config.streams); None when either is full."""
-    client = address_bucket(ip) if ip is not None else "unknown"
-    claim = [
-        (f"chat:session:{session_id}", settings.STREAMS_PER_CHAT_SESSION),
-        (f"chat:ip:{client}", settings.STREAMS_PER_IP),
-    ]
-    return slots_take([claim])[0]
+# The turns starting while the previous batch is being written go together (chat.relay says why). A session's
+# turns go one per batch: one upsert cannot touch a row twice.
+_turns = Batches("chat-turns", services.chat_turns_start, key=lambda turn: turn.session_id)
 
 
 def _error(exc: APIException) -> JsonResponse:
@@ -187,32 +174,25 @@ async def chat_stream(request):
     if client is None:
         return JsonResponse(error_body("not_configured", "The sales chat is not available."), status=503)
 
-    def start_turn():
-        if (wait := stream_allowed(session_id=session_id, ip=ip)) is not None:
-            return None, None, wait
-        if (lease := stream_slot_take(session_id=session_id, ip=ip)) is None:
-            return None, None, None
-        try:
-            return services.chat_turn_start(session_id=session_id, client_ip=ip, content=message), lease, None
-        except BaseException:
-            slots_release([lease])
-            raise
-
-    try:
-        user_message, lease, wait = await relay.in_worker_thread(start_turn)()
-    except (OperationalError, InterfaceError):  # the database is down: nothing saved, the widget may try again
-        response = _error(DatabaseUnavailable())
-        response["Retry-After"] = str(DATABASE_RETRY_AFTER_SECONDS)
-        return response
+    wait, lease = await admission.stream_admit(session_id=session_id, ip=ip)
     if wait is not None:
         return JsonResponse(
             error_body("throttled", "Too many messages; wait a moment."), status=429, headers={"Retry-After": str(wait)}
         )
     if lease is None:
         return too_many_streams()
-    frames = relay.relay_start(
-        client=client, session_pk=user_message.session_id, session_id=session_id, query=message, user_ip=ip
-    )
+    turn = _turns.add(services.Turn(session_id, ip, message))
+    frames = relay.relay_start(client=client, turn=turn, session_id=session_id, query=message, user_ip=ip)
+    try:
+        await turn
+    except BaseException as exc:
+        asyncio.get_running_loop().run_in_executor(None, slots_release, [lease])  # nothing will be streamed
+        if not isinstance(exc, OperationalError | InterfaceError):
+            raise
+        # The database is down: nothing saved, the agent not asked, the widget may try again.
+        response = _error(DatabaseUnavailable())
+        response["Retry-After"] = str(DATABASE_RETRY_AFTER_SECONDS)
+        return response
     return StreamingHttpResponse(
         held_while_sent(relay.sse_frames(frames), lease),
         content_type="text/event-stream",

@@ -3,7 +3,17 @@
 The agent is read by a task of its own, not by the response coroutine: Django
 cancels that coroutine when the browser leaves, and the answer must still be
 read to its end (bounded by the agent client's timeouts) and saved. The task
-puts what the browser should see on a queue; the response drains the queue.
+puts what the browser should see on a queue, as SSE frames ready to send; the
+response drains the queue. It starts while the visitor's message is being
+saved: the agent's WebSocket connects meanwhile, and the agent is asked once
+the message is saved (nothing is asked, nor kept, if saving it failed).
+
+The database is reached in batches (config.batching): the turns starting, and
+the answers ending, within one trip of a batch's thread share its statements.
+Each chat's own trip to a thread costs the event loop far more than its
+statements do: every hand-over of the GIL between the loop and a worker thread
+waits on a busy loop, and a hundred chats starting at once would each pay it
+several times (bench/chat).
 
 SSE events sent to the browser:
 
@@ -15,41 +25,38 @@ SSE events sent to the browser:
 import asyncio
 import contextlib
 import json
+from json.encoder import encode_basestring_ascii
 
 import structlog
-from channels.db import DatabaseSyncToAsync
 
 from chat import services
 from chat.models import ChatMessage
+from config.batching import Batches
 from integrations.agent import AgentClient
 from jobs import PermanentError, TransientError
 
 logger = structlog.get_logger(__name__)
 
-KEEPALIVE_SECONDS = 15.0
+KEEPALIVE_SECONDS = 15.0  # the longest a stream stays silent
+KEEPALIVE = b": keepalive\n\n"
+END = None  # after the last frame of an answer
 MAX_ANSWER_CHARS = 100_000  # an agent that runs on and on is cut here (and by its total timeout)
 AGENT_UNAVAILABLE = "The assistant could not answer just now. Please try again in a moment."
 
 # Relay tasks still running: the event loop keeps only weak references to tasks.
 _running: set[asyncio.Task] = set()
 
-
-def in_worker_thread(func):
-    """The ORM call in the loop's thread pool, its database connection handed back as soon as it returns.
-
-    Not in the request's thread (thread_sensitive=True): a streaming request keeps that thread, and the
-    connection it opened, until the answer ends, so a pool would need a connection per chat in progress;
-    and the relay outlives the request.
-    """
-    return DatabaseSyncToAsync(func, thread_sensitive=False)
+# The answers of the chats ending while the previous batch is written, saved together (one statement).
+_answers = Batches("chat-answers", services.chat_answers_save)
 
 
-def relay_start(*, client: AgentClient, session_pk: int, session_id: str, query: str, user_ip: str | None):
-    """Start reading the agent's answer in its own task; return the queue of SSE frames for the browser."""
-    frames: asyncio.Queue[tuple[str, dict]] = asyncio.Queue()
-    task = asyncio.create_task(
-        _relay(client, frames, session_pk=session_pk, session_id=session_id, query=query, user_ip=user_ip)
-    )
+def relay_start(
+    *, client: AgentClient, turn: asyncio.Future, session_id: str, query: str, user_ip: str | None
+) -> asyncio.Queue:
+    """Start reading the agent's answer in its own task, the agent asked once `turn` (the visitor's message being
+    saved) is done; return the queue of SSE frames for the browser."""
+    frames: asyncio.Queue[bytes | None] = asyncio.Queue()
+    task = asyncio.create_task(_relay(client, frames, turn=turn, session_id=session_id, query=query, user_ip=user_ip))
     _running.add(task)
     task.add_done_callback(_running.discard)
     return frames
@@ -61,14 +68,15 @@ async def relays_finish(timeout: float) -> None:
         await asyncio.wait(list(_running), timeout=timeout)
 
 
-async def _relay(client, frames, *, session_pk, session_id, query, user_ip):
+async def _relay(client, frames, *, turn, session_id, query, user_ip):
     parts: list[str] = []
     final: str | None = None
     metadata: dict = {}
     failure: dict | None = None
     try:
         said = 0
-        async with contextlib.aclosing(client.run(query=query, session_id=session_id, user_ip=user_ip)) as events:
+        answer = client.run(query=query, session_id=session_id, user_ip=user_ip, after=turn)
+        async with contextlib.aclosing(answer) as events:
             async for event in events:
                 if event.kind == "token":
                     said += len(event.content)
@@ -76,7 +84,7 @@ async def _relay(client, frames, *, session_pk, session_id, query, user_ip):
                         failure = {"code": "answer_too_long", "detail": f"more than {MAX_ANSWER_CHARS} characters"}
                         break
                     parts.append(event.content)
-                    frames.put_nowait(("token", {"content": event.content}))
+                    frames.put_nowait(_token_frame(event.content))
                 elif event.kind == "completed":
                     final, metadata = event.content or "".join(parts), event.metadata
                 else:
@@ -85,27 +93,37 @@ async def _relay(client, frames, *, session_pk, session_id, query, user_ip):
         failure = {"code": "agent_unavailable", "detail": str(exc)}
     except asyncio.CancelledError:
         # Only a server shutting down cancels a relay: keep what was said, then let the cancellation go on.
-        await _save_answer(session_pk, "".join(parts), {"error": {"code": "interrupted"}}, failed=True)
+        if _saved(turn):
+            session_pk = turn.result().session_id
+            await _save_answer(session_pk, "".join(parts), {"error": {"code": "interrupted"}}, failed=True)
         raise
     except Exception as exc:  # an agent that answers nonsense must not leave the visitor waiting
-        logger.exception("chat_relay_failed", session_pk=session_pk)
+        if turn.done() and not _saved(turn):
+            return  # the message was not saved: the view answered so, and the agent was not asked
+        logger.exception("chat_relay_failed", session_id=session_id)
         failure = {"code": "agent_unavailable", "detail": type(exc).__name__}
 
+    try:
+        session_pk = (await turn).session_id
+    except Exception:
+        return  # the agent could not be reached while the message was not saved either: nothing to keep
     if failure is None:
         content = final
     else:
         content, metadata = "".join(parts), {"error": failure}
     message = await _save_answer(session_pk, content, metadata, failed=failure is not None)
     if message is None:
-        frames.put_nowait(("error", {"code": "not_saved", "message": AGENT_UNAVAILABLE, "state": "failed"}))
-        return
-    state = message.state
-    if failure is None:
-        frames.put_nowait(("done", {"messageId": message.pk, "state": state, "content": content}))
+        frames.put_nowait(_frame("error", {"code": "not_saved", "message": AGENT_UNAVAILABLE, "state": "failed"}))
+    elif failure is None:
+        frames.put_nowait(_frame("done", {"messageId": message.pk, "state": message.state, "content": content}))
     else:
-        frames.put_nowait(
-            ("error", {"code": failure["code"], "message": AGENT_UNAVAILABLE, "messageId": message.pk, "state": state})
-        )
+        error = {"code": failure["code"], "message": AGENT_UNAVAILABLE, "messageId": message.pk, "state": message.state}
+        frames.put_nowait(_frame("error", error))
+    frames.put_nowait(END)
+
+
+def _saved(turn: asyncio.Future) -> bool:
+    return turn.done() and not turn.cancelled() and turn.exception() is None
 
 
 async def _save_answer(session_pk: int, content: str, metadata: dict, *, failed: bool) -> ChatMessage | None:
@@ -114,9 +132,7 @@ async def _save_answer(session_pk: int, content: str, metadata: dict, *, failed:
     else:
         state = ChatMessage.State.PARTIAL if content else ChatMessage.State.FAILED
     try:
-        message = await in_worker_thread(services.chat_answer_save)(
-            session_pk=session_pk, content=content, metadata=metadata, state=state
-        )
+        message = await _answers.run(services.Answer(session_pk, content, metadata, state))
     except Exception:
         logger.exception("chat_answer_not_saved", session_pk=session_pk)
         return None
@@ -124,29 +140,49 @@ async def _save_answer(session_pk: int, content: str, metadata: dict, *, failed:
     return message
 
 
+_compact_json = json.JSONEncoder(separators=(",", ":")).encode
+
+
 def _frame(name: str, data: dict) -> bytes:
-    return f"event: {name}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n".encode()
+    return f"event: {name}\ndata: {_compact_json(data)}\n\n".encode()
+
+
+def _token_frame(content: str) -> bytes:
+    """_frame("token", {"content": content}), byte for byte, without a dict and an encoder run per delta."""
+    return b'event: token\ndata: {"content":%s}\n\n' % encode_basestring_ascii(content).encode()
 
 
 async def sse_frames(frames: asyncio.Queue):
     """The response body: frames as they come, those already waiting sent together in one write.
 
-    A comment line every KEEPALIVE_SECONDS keeps proxies from closing a quiet stream.
+    A comment line after at most KEEPALIVE_SECONDS of silence keeps proxies from closing a quiet stream: a
+    timer checks every half of that whether anything was sent since it last looked (one timer per half
+    period, where a timeout around each wait for a frame would cost one per delta).
     """
-    while True:
-        try:
-            name, data = frames.get_nowait()
-        except asyncio.QueueEmpty:
-            try:
-                async with asyncio.timeout(KEEPALIVE_SECONDS):
-                    name, data = await frames.get()
-            except TimeoutError:
-                yield b": keepalive\n\n"
-                continue
-        chunk = [_frame(name, data)]
-        while name == "token" and not frames.empty():
-            name, data = frames.get_nowait()
-            chunk.append(_frame(name, data))
-        yield b"".join(chunk)
-        if name != "token":
-            return
+    loop = asyncio.get_running_loop()
+    sent = False
+
+    def keepalive():
+        nonlocal sent, timer
+        if not sent:
+            frames.put_nowait(KEEPALIVE)
+        sent = False
+        timer = loop.call_later(KEEPALIVE_SECONDS / 2, keepalive)
+
+    timer = loop.call_later(KEEPALIVE_SECONDS / 2, keepalive)
+    try:
+        while True:
+            frame = await frames.get()
+            chunk = []
+            while frame is not END:
+                chunk.append(frame)
+                if frames.empty():
+                    break
+                frame = frames.get_nowait()
+            if chunk:
+                sent = True
+                yield b"".join(chunk)
+            if frame is END:
+                return
+    finally:
+        timer.cancel()

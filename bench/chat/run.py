@@ -1,27 +1,43 @@
-"""The chat relay against a direct WebSocket client of the same fake agent, side by side in one run.
+"""The chat relay against a minimal relay view and a direct WebSocket client of the same fake agent, side by side.
 
     scripts/with-services .venv/bin/python bench/chat/run.py [--chats 200] [--tokens 300] [--rounds 2]
+        [--open-rate 20] [--open-seconds 60] [--scale-processes 2] [--launcher "…"]
 
 One daphne process serves POST /api/chat/stream (config.asgi:application, the
 production settings) in front of the agent stand-in (standins/agent.py), which streams
---tokens deltas --interval-ms apart per answer. Phases alternate:
+--tokens deltas --interval-ms apart per answer.
+
+1. Bursts. Phases alternate:
 
   direct: --chats WebSocket clients at once, straight to the fake agent (the
           same websockets options our relay uses);
   relay:  --chats HTTP clients at once, each POSTing one message to the relay
           and reading its SSE answer;
   floor:  the same through a minimal async Django view on the same daphne
-          (bench/chat/floor.py: no key, no throttle, no database), to show what
-          any relay through one process costs.
+          (bench/chat/floor.py: no key, no throttle, no database), what any
+          relay through one process costs.
 
-Per chat: time to first token (from just before connecting to the first delta)
-and tokens per second (deltas after the first / time from the first delta to
-the last). Reported: p50 and p99 of time to first token, p50 and p1 (the
-slowest 1 %) of tokens per second. Targets: relay / direct >= --target (0.9)
-for each (for time to first token, direct / relay); the floor's ratios are
-reported beside them. After each relay phase every
-answer is checked in PostgreSQL: each chat has its user message and exactly
-one complete assistant message with the full text.
+   Per chat: time to first token (from just before connecting to the first delta)
+   and tokens per second (deltas after the first / time from the first delta to
+   the last). Targets, relay against the floor: time to first token p50 and p99,
+   tokens per second p50 and p1 (the slowest 1 %) each >= --target (0.9) of the
+   floor's (for time to first token, floor / relay); CPU per chat of the web
+   process <= --cpu-target (1.2) x the floor's. Ratios to the direct client are
+   reported beside them.
+
+2. Open loop (--open-seconds, 0 to skip): new chats arrive as a Poisson process at
+   --open-rate a second through the same daphne; each arrival starts a relay chat
+   and a direct chat at the same instant. Target: the relay's time to first token
+   p99 at most --open-added-ms (50) above the direct client's.
+
+3. Scaled out (--scale-processes N, 0 to skip): the burst of --chats relay chats
+   against --launcher run with WEB_PROCESSES=N and with WEB_PROCESSES=1 (each on a
+   socket of its own; PORT, BIND_HOST and WEB_PROCESSES in its environment),
+   rounds alternating. Target: time to first token p50 with N processes <=
+   --scale-target (0.6) x with one.
+
+After each relay phase every answer is checked in PostgreSQL: each chat has its
+user message and exactly one complete assistant message with the full text.
 
 Exit status: 0 targets met, 1 a target missed, 2 a check failed or the bench could not run.
 """
@@ -30,6 +46,8 @@ import argparse
 import asyncio
 import json
 import os
+import random
+import shlex
 import sys
 import time
 import uuid
@@ -62,7 +80,20 @@ def parse_args():
     parser.add_argument("--tokens", type=int, default=300, help="deltas per answer (default 300)")
     parser.add_argument("--interval-ms", type=float, default=5.0, help="time between deltas (default 5)")
     parser.add_argument("--rounds", type=int, default=2, help="direct + relay rounds, order alternating (default 2)")
-    parser.add_argument("--target", type=float, default=0.9, help="relay / direct target (default 0.9)")
+    parser.add_argument("--target", type=float, default=0.9, help="relay / floor target (default 0.9)")
+    parser.add_argument("--cpu-target", type=float, default=1.2, help="relay / floor CPU per chat (default 1.2)")
+    parser.add_argument("--open-rate", type=float, default=20.0, help="open loop: new chats a second (default 20)")
+    parser.add_argument("--open-seconds", type=float, default=60.0, help="open loop: how long; 0 skips it (60)")
+    parser.add_argument("--open-added-ms", type=float, default=50.0, help="open loop: relay p99 - direct p99 (50)")
+    parser.add_argument("--open-floor", action="store_true", help="open loop: then the same through the floor")
+    parser.add_argument("--seed", type=int, default=1, help="open loop: the arrivals' random seed (default 1)")
+    parser.add_argument("--scale-processes", type=int, default=2, help="scaled out: web processes; 0 skips (2)")
+    parser.add_argument("--scale-target", type=float, default=0.6, help="scaled out: N / 1 processes ttft p50")
+    parser.add_argument(
+        "--launcher",
+        default=f"{Path(sys.executable).parent / 'supervisord'} -n -c deploy/supervisor/web.conf",
+        help="scaled out: the command that serves WEB_PROCESSES web processes on BIND_HOST:PORT",
+    )
     return parser.parse_args()
 
 
@@ -151,14 +182,12 @@ async def direct_chat(start: asyncio.Event, session_id: str) -> Chat:
 RELAY_PATHS = {"relay": "/api/chat/stream", "floor": "/bench/minimal-relay"}
 
 
-async def relay_chat(start: asyncio.Event, session: aiohttp.ClientSession, session_id: str, path: str) -> Chat:
+async def relay_chat(start: asyncio.Event, session: aiohttp.ClientSession, session_id: str, url: str) -> Chat:
     chat = Chat()
     body = {"sessionId": session_id, "message": "How fast can you build it?"}
     await start.wait()
     chat.started = time.perf_counter()
-    async with session.post(
-        f"http://127.0.0.1:{WEB_PORT}{path}", json=body, headers={"X-Chat-Api-Key": CHAT_KEY}
-    ) as response:
+    async with session.post(url, json=body, headers={"X-Chat-Api-Key": CHAT_KEY}) as response:
         if response.status != 200:
             raise BenchError(f"relay answered {response.status}: {await response.text()}")
         buffer = b""
@@ -176,18 +205,23 @@ async def relay_chat(start: asyncio.Event, session: aiohttp.ClientSession, sessi
     return chat
 
 
-async def phase(kind: str, round_number: int) -> tuple[list[Chat], list[str]]:
+def http_session() -> aiohttp.ClientSession:
+    # A new connection per chat, as each visitor's browser opens one.
+    connector = aiohttp.TCPConnector(limit=0, force_close=True)
+    return aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=300))
+
+
+async def phase(kind: str, round_number: int, port: int | None = None) -> tuple[list[Chat], list[str]]:
+    """--chats chats of `kind` started at the same instant (relay kinds on daphne at `port`)."""
     prefix = f"bench-{kind}-{round_number}-{uuid.uuid4().hex[:6]}"
     session_ids = [f"{prefix}-{index}" for index in range(ARGS.chats)]
     start = asyncio.Event()
-    connector = aiohttp.TCPConnector(limit=0)
-    timeout = aiohttp.ClientTimeout(total=300)
-    async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
+    async with http_session() as session:
         if kind == "direct":
             tasks = [asyncio.create_task(direct_chat(start, sid)) for sid in session_ids]
         else:
-            path = RELAY_PATHS[kind]
-            tasks = [asyncio.create_task(relay_chat(start, session, sid, path)) for sid in session_ids]
+            url = f"http://127.0.0.1:{port or WEB_PORT}{RELAY_PATHS.get(kind, RELAY_PATHS['relay'])}"
+            tasks = [asyncio.create_task(relay_chat(start, session, sid, url)) for sid in session_ids]
         await asyncio.sleep(0.2)  # every client waiting on the start line
         began = time.perf_counter()
         start.set()
@@ -197,8 +231,39 @@ async def phase(kind: str, round_number: int) -> tuple[list[Chat], list[str]]:
     return chats, session_ids
 
 
+def arrivals() -> list[float]:
+    """When each chat of the open loop starts (seconds from its start): a Poisson process at --open-rate."""
+    rng, at, times = random.Random(ARGS.seed), 0.0, []
+    while (at := at + rng.expovariate(ARGS.open_rate)) < ARGS.open_seconds:
+        times.append(at)
+    return times
+
+
+async def open_loop(kind: str) -> tuple[list[Chat], list[Chat], list[str]]:
+    """Chats arriving at --open-rate a second for --open-seconds: each arrival a chat of `kind` (relay, floor) and
+    a direct chat."""
+    prefix = f"bench-open-{kind}-{uuid.uuid4().hex[:6]}"
+    started = asyncio.Event()
+    started.set()
+    loop = asyncio.get_running_loop()
+    relay_tasks, direct_tasks, session_ids = [], [], []
+    async with http_session() as session:
+        url = f"http://127.0.0.1:{WEB_PORT}{RELAY_PATHS[kind]}"
+        began = loop.time()
+        for index, at in enumerate(arrivals()):
+            await asyncio.sleep(max(0.0, began + at - loop.time()))
+            session_ids.append(f"{prefix}-{index}")
+            relay_tasks.append(asyncio.create_task(relay_chat(started, session, session_ids[-1], url)))
+            direct_tasks.append(asyncio.create_task(direct_chat(started, f"{prefix}-direct-{index}")))
+        relays = await asyncio.gather(*relay_tasks)
+        directs = await asyncio.gather(*direct_tasks)
+    print(f"  open loop: {len(relays)} {kind} + {len(directs)} direct chats in {loop.time() - began:.1f} s", flush=True)
+    return relays, directs, session_ids
+
+
 def check_saved(chats: list[Chat], session_ids: list[str]) -> dict:
     """Every chat complete, and in the database once: its question and one complete answer with the full text."""
+    count = len(session_ids)
     incomplete = sum(not chat.done or chat.tokens != ARGS.tokens for chat in chats)
     expected = "".join(f"t{index:03d} " for index in range(ARGS.tokens))
     time.sleep(0.5)  # the answer is saved before `done` is sent; this is slack for the check only
@@ -218,8 +283,8 @@ def check_saved(chats: list[Chat], session_ids: list[str]) -> dict:
     }
     ok = (
         problems["incomplete_chats"] == 0
-        and problems["questions_saved"] == ARGS.chats
-        and problems["answers_saved"] == ARGS.chats
+        and problems["questions_saved"] == count
+        and problems["answers_saved"] == count
         and problems["sessions_without_exactly_one_answer"] == 0
         and problems["answers_not_complete_or_wrong"] == 0
     )
@@ -240,14 +305,86 @@ def summary(chats: list[Chat]) -> dict:
     }
 
 
-def vs_direct(direct: dict, other: dict) -> dict:
-    """Ratios where 1.0 is as good as the direct client (time to first token: direct / other)."""
+def versus(base: dict, other: dict) -> dict:
+    """Ratios where 1.0 is as good as `base` (time to first token: base / other)."""
     return {
-        "ttft_p50": round(direct["ttft_ms_p50"] / other["ttft_ms_p50"], 3),
-        "ttft_p99": round(direct["ttft_ms_p99"] / other["ttft_ms_p99"], 3),
-        "tokens_per_s_p50": round(other["tokens_per_s_p50"] / direct["tokens_per_s_p50"], 3),
-        "tokens_per_s_p1": round(other["tokens_per_s_p1"] / direct["tokens_per_s_p1"], 3),
+        "ttft_p50": round(base["ttft_ms_p50"] / other["ttft_ms_p50"], 3),
+        "ttft_p99": round(base["ttft_ms_p99"] / other["ttft_ms_p99"], 3),
+        "tokens_per_s_p50": round(other["tokens_per_s_p50"] / base["tokens_per_s_p50"], 3),
+        "tokens_per_s_p1": round(other["tokens_per_s_p1"] / base["tokens_per_s_p1"], 3),
     }
+
+
+def checked(chats: list[Chat], session_ids: list[str], checks: list) -> None:
+    check = check_saved(chats, session_ids)
+    checks.append(check)
+    if not check["ok"]:
+        raise BenchError(f"saved answers do not match: {check}")
+
+
+def open_loop_phase(daphne, agent, kind: str = "relay") -> dict:
+    meter = CpuMeter(groups={"daphne": [daphne.pid], "agent": [agent.pid]})
+    before = meter.sample()
+    relays, directs, session_ids = asyncio.run(open_loop(kind))
+    cpu = meter.per_unit(before, meter.sample(), len(relays))
+    if any(not chat.done or chat.tokens != ARGS.tokens for chat in [*directs, *relays]):
+        raise BenchError("a chat of the open loop did not complete")
+    checks = []
+    if kind == "relay":
+        checked(relays, session_ids, checks)
+    relay, direct = summary(relays), summary(directs)
+    added = [(r.ttft - d.ttft) * 1000 for r, d in zip(relays, directs, strict=True)]
+    result = {
+        "rate_per_s": ARGS.open_rate,
+        "seconds": ARGS.open_seconds,
+        "chats": len(relays),
+        "relay": relay,
+        "direct": direct,
+        # The target: how much later the relay's slowest 1 % see their first token than the direct client's.
+        "added_ttft_ms_p50": round(relay["ttft_ms_p50"] - direct["ttft_ms_p50"], 1),
+        "added_ttft_ms_p99": round(relay["ttft_ms_p99"] - direct["ttft_ms_p99"], 1),
+        # For reference: the same, chat by chat (each relay chat against the direct one that started with it).
+        "paired_added_ttft_ms_p50": round(percentile(added, 50), 1),
+        "paired_added_ttft_ms_p99": round(percentile(added, 99), 1),
+        "cpu_us_per_chat": cpu,  # daphne: per relay (or floor) chat; agent: both kinds
+        "checks": checks,
+    }
+    result["target_met"] = result["added_ttft_ms_p99"] < ARGS.open_added_ms
+    return result
+
+
+def launch(processes: int, env: dict):
+    """The launcher serving `processes` web processes on a port of its own; (process, port)."""
+    port = free_port()
+    launcher_env = {**env, "PORT": str(port), "BIND_HOST": "127.0.0.1", "WEB_PROCESSES": str(processes),
+                    "WEB_LOG_FILE": "/dev/fd/1", "WEB_LOG_SYSLOG": "false"}  # fmt: skip
+    process = start_process(f"web-{processes}", shlex.split(ARGS.launcher), env=launcher_env, out_dir=OUT_DIR)
+    return process, port
+
+
+def scaled_phase(env: dict) -> dict:
+    """The relay burst against the launcher with --scale-processes processes and with one, rounds alternating."""
+    many = ARGS.scale_processes
+    launchers = {1: launch(1, env), many: launch(many, env)}
+    results, checks = {1: [], many: []}, []
+    try:
+        for process, port in launchers.values():
+            wait_http(process, f"http://127.0.0.1:{port}/healthz")
+        for count, (_, port) in launchers.items():  # every process warm: one burst reaches all of them
+            asyncio.run(phase(f"web-{count}", 0, port))
+        for round_number in range(1, ARGS.rounds + 1):
+            order = (1, many) if round_number % 2 else (many, 1)
+            for count in order:
+                chats, session_ids = asyncio.run(phase(f"web-{count}", round_number, launchers[count][1]))
+                checked(chats, session_ids, checks)
+                results[count].extend(chats)
+    finally:
+        for process, _ in launchers.values():
+            stop_process(process)
+    one, scaled = summary(results[1]), summary(results[many])
+    ratio = round(scaled["ttft_ms_p50"] / one["ttft_ms_p50"], 3)
+    return {"launcher": ARGS.launcher, "processes": many, "one_process": one, f"{many}_processes": scaled,
+            "ttft_p50_ratio": ratio, "checks": checks, "target_met": ratio <= ARGS.scale_target}  # fmt: skip
 
 
 def main():
@@ -260,11 +397,12 @@ def main():
          "--interval-ms", str(ARGS.interval_ms)],
         env=env, out_dir=OUT_DIR,
     )  # fmt: skip
-    daphne = start_process(  # the web process as the Procfile runs it: daphne through config.serve
+    daphne = start_process(  # the web process as the Procfile's launcher runs each: daphne through config.serve
         "daphne",
         [sys.executable, "-m", "config.serve", "-b", "127.0.0.1", "-p", str(WEB_PORT), "config.asgi:application"],
         env=env, out_dir=OUT_DIR,
     )
+    machine = machine_info(daphne=__import__("daphne").__version__, websockets=websockets.__version__)
     try:
         wait_http(daphne, f"http://127.0.0.1:{WEB_PORT}/healthz")
         time.sleep(0.5)
@@ -283,35 +421,50 @@ def main():
                 results["cpu_us_per_chat"][kind].append(meter.per_unit(before, meter.sample(), len(chats)))
                 results[kind].extend(chats)
                 if kind == "relay":
-                    check = check_saved(chats, session_ids)
-                    results["checks"].append(check)
-                    if not check["ok"]:
-                        raise BenchError(f"saved answers do not match: {check}")
+                    checked(chats, session_ids, results["checks"])
                 elif any(not chat.done or chat.tokens != ARGS.tokens for chat in chats):
-                    raise BenchError("a direct chat did not complete")
+                    raise BenchError(f"a {kind} chat did not complete")
+        opened = open_loop_phase(daphne, agent) if ARGS.open_seconds > 0 else None
+        if opened and ARGS.open_floor:
+            opened["floor_instead"] = open_loop_phase(daphne, agent, "floor")
+        stop_process(daphne)  # idle from here on, but out of the way
+        scaled = scaled_phase(env) if ARGS.scale_processes > 0 else None
     finally:
         stop_process(daphne)
         stop_process(agent)
 
     direct, relay, floor = (summary(results[kind]) for kind in ("direct", "relay", "floor"))
-    ratios, floor_ratios = vs_direct(direct, relay), vs_direct(direct, floor)
-    met = all(value >= ARGS.target for value in ratios.values())
+    ratios = versus(floor, relay)
+    cpu = {kind: sum(phase["daphne"] for phase in results["cpu_us_per_chat"][kind]) for kind in ("relay", "floor")}
+    cpu_ratio = round(cpu["relay"] / cpu["floor"], 3)
+    burst_met = all(value >= ARGS.target for value in ratios.values()) and cpu_ratio <= ARGS.cpu_target
+    met = burst_met and (opened is None or opened["target_met"]) and (scaled is None or scaled["target_met"])
     report = {
-        "machine": machine_info(daphne=__import__("daphne").__version__, websockets=websockets.__version__),
+        "machine": machine,
         "parameters": vars(ARGS),
         "direct": direct,
         "relay": relay,
         "floor": floor,
-        "ratios_relay_vs_direct": ratios,
-        "ratios_floor_vs_direct": floor_ratios,
+        "ratios_relay_vs_floor": ratios,  # the targets, with cpu_relay_vs_floor
+        "cpu_relay_vs_floor": cpu_ratio,
+        "ratios_relay_vs_direct": versus(direct, relay),
+        "ratios_floor_vs_direct": versus(direct, floor),
+        "burst_targets_met": burst_met,
         "checks": results["checks"],
         # CPU per chat (µs) of each part, and of the rest of the machine (other tenants), per phase.
         "cpu_us_per_chat": results["cpu_us_per_chat"],
+        "open_loop": opened,
+        "scaled": scaled,
         "targets_met": met,
     }
     RESULTS.write_text(json.dumps(report, indent=2) + "\n")
-    print(json.dumps({"direct": direct, "relay": relay, "floor": floor, "ratios": ratios,
-                      "floor_ratios": floor_ratios, "targets_met": met}, indent=2))  # fmt: skip
+    brief = {key: report[key] for key in ("direct", "relay", "floor", "ratios_relay_vs_floor", "cpu_relay_vs_floor",
+                                          "ratios_relay_vs_direct", "burst_targets_met")}  # fmt: skip
+    if opened:
+        brief["open_loop"] = {key: value for key, value in opened.items() if key not in ("checks", "cpu_us_per_chat")}
+    if scaled:
+        brief["scaled"] = {key: value for key, value in scaled.items() if key != "checks"}
+    print(json.dumps({**brief, "targets_met": met}, indent=2))
     return 0 if met else 1
 
 

@@ -22,7 +22,7 @@ import functools
 import json
 import ssl
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
@@ -93,15 +93,23 @@ class AgentClient:
     def _headers(self) -> dict:
         return {"Authorization": f"Bearer {self.token}"} if self.token else {}
 
-    async def run(self, *, query: str, session_id: str, user_ip: str | None) -> AsyncIterator[AgentEvent]:
-        """Events of one answer; the first within `first_token` seconds, all of them within `total`."""
+    async def run(
+        self, *, query: str, session_id: str, user_ip: str | None, after: Awaitable | None = None
+    ) -> AsyncIterator[AgentEvent]:
+        """Events of one answer; the first within `first_token` seconds, all of them within `total`.
+
+        `after`, when given, is awaited before the query is sent (and its error raised, nothing sent): the
+        WebSocket connects meanwhile, so what the caller must do first does not wait for the handshake too.
+        """
         started = time.monotonic()
         deadline = asyncio.get_running_loop().time() + self.timeouts.total
         answered = False
         first_token_by = min(self.timeouts.connect + self.timeouts.first_token, self.timeouts.total)
         try:
             # aclosing: the connection is closed as soon as the answer ends, not when the generator is collected.
-            stream = contextlib.aclosing(self._agno_events(query=query, session_id=session_id, user_ip=user_ip))
+            stream = contextlib.aclosing(
+                self._agno_events(query=query, session_id=session_id, user_ip=user_ip, after=after)
+            )
             async with asyncio.timeout(first_token_by) as cm, stream as agno_events:
                 async for data in agno_events:
                     event = event_from_agno(data)
@@ -120,7 +128,9 @@ class AgentClient:
         self.log.warning("agent_dropped", duration_ms=_ms(started))
         raise TransientError(f"{SERVICE}: the stream ended before the answer was complete")
 
-    async def _agno_events(self, *, query: str, session_id: str, user_ip: str | None) -> AsyncIterator[dict]:
+    async def _agno_events(
+        self, *, query: str, session_id: str, user_ip: str | None, after: Awaitable | None
+    ) -> AsyncIterator[dict]:
         raise NotImplementedError  # pragma: no cover
         yield {}
 
@@ -128,7 +138,7 @@ class AgentClient:
 class WebSocketAgentClient(AgentClient):
     """The agent's own WebSocket: send `{query, session_id, user_ip}`, read Agno events as JSON text frames."""
 
-    async def _agno_events(self, *, query, session_id, user_ip):
+    async def _agno_events(self, *, query, session_id, user_ip, after):
         try:
             websocket = await connect(
                 self.url,
@@ -148,6 +158,8 @@ class WebSocketAgentClient(AgentClient):
             self.log.warning("agent_connection_error", error=type(exc).__name__)
             raise TransientError(f"{SERVICE}: connection failed") from exc
         async with websocket:
+            if after is not None:
+                await after
             await websocket.send(json.dumps({"query": query, "session_id": session_id, "user_ip": user_ip}))
             try:
                 async for frame in websocket:
@@ -169,7 +181,9 @@ class AgentOSClient(AgentClient):
     def __init__(self, url: str, *, agent_id: str, token: str = "", timeouts: Timeouts):
         super().__init__(f"{url.rstrip('/')}/agents/{agent_id}/runs", token=token, timeouts=timeouts)
 
-    async def _agno_events(self, *, query, session_id, user_ip):
+    async def _agno_events(self, *, query, session_id, user_ip, after):
+        if after is not None:  # the query goes with the request: nothing to open before it
+            await after
         form = {"message": query, "stream": "true", "session_id": session_id, "user_id": user_ip or session_id}
         timeout = httpx.Timeout(self.timeouts.total, connect=self.timeouts.connect)
         headers = {**self._headers(), "User-Agent": settings.HTTP_USER_AGENT}

@@ -65,6 +65,19 @@ class StreamResult:
 def chat_request(body, *, headers=None, key=CHAT_KEY, leave_after_tokens=None, path="/api/chat/stream", wait=10.0):
     """POST through config.asgi.application (daphne's app) in this thread's event loop, reading the body as it
     streams; `leave_after_tokens` makes the browser go away after that many token events. Waits for the relays."""
+
+    async def run():
+        result = await chat_call(body, headers=headers, key=key, leave_after_tokens=leave_after_tokens, path=path,
+                                 wait=wait)  # fmt: skip
+        await relay.relays_finish(wait)
+        return result
+
+    return asyncio.run(run())
+
+
+async def chat_call(body, *, headers=None, key=CHAT_KEY, leave_after_tokens=None, path="/api/chat/stream", wait=10.0):
+    """chat_request's one POST, in the running event loop (several at once: asyncio.gather), not waiting for the
+    relays."""
     raw = body if isinstance(body, bytes) else json.dumps(body).encode()
     sent_headers = [
         (b"host", b"localhost"),
@@ -89,35 +102,30 @@ def chat_request(body, *, headers=None, key=CHAT_KEY, leave_after_tokens=None, p
         "server": ("localhost", 80),
     }
     result = StreamResult()
+    inbox = asyncio.Queue()
+    inbox.put_nowait({"type": "http.request", "body": raw, "more_body": False})
+    started = time.monotonic()
+    buffer = b""
 
-    async def run():
-        inbox = asyncio.Queue()
-        inbox.put_nowait({"type": "http.request", "body": raw, "more_body": False})
-        started = time.monotonic()
-        buffer = b""
+    async def receive():
+        return await inbox.get()
 
-        async def receive():
-            return await inbox.get()
+    async def send(message):
+        nonlocal buffer
+        if message["type"] == "http.response.start":
+            result.status = message["status"]
+            result.headers = {k.decode().lower(): v.decode() for k, v in message["headers"]}
+            return
+        result.body += message.get("body", b"")
+        result.chunks += bool(message.get("body"))
+        buffer += message.get("body", b"")
+        while b"\n\n" in buffer:
+            block, buffer = buffer.split(b"\n\n", 1)
+            lines = dict(line.split(": ", 1) for line in block.decode().split("\n") if not line.startswith(":"))
+            if "event" in lines:
+                result.events.append((lines["event"], json.loads(lines["data"]), time.monotonic() - started))
+        if leave_after_tokens is not None and len(result.named("token")) >= leave_after_tokens:
+            inbox.put_nowait({"type": "http.disconnect"})
 
-        async def send(message):
-            nonlocal buffer
-            if message["type"] == "http.response.start":
-                result.status = message["status"]
-                result.headers = {k.decode().lower(): v.decode() for k, v in message["headers"]}
-                return
-            result.body += message.get("body", b"")
-            result.chunks += bool(message.get("body"))
-            buffer += message.get("body", b"")
-            while b"\n\n" in buffer:
-                block, buffer = buffer.split(b"\n\n", 1)
-                lines = dict(line.split(": ", 1) for line in block.decode().split("\n") if not line.startswith(":"))
-                if "event" in lines:
-                    result.events.append((lines["event"], json.loads(lines["data"]), time.monotonic() - started))
-            if leave_after_tokens is not None and len(result.named("token")) >= leave_after_tokens:
-                inbox.put_nowait({"type": "http.disconnect"})
-
-        await asyncio.wait_for(application(scope, receive, send), wait)
-        await relay.relays_finish(wait)
-
-    asyncio.run(run())
+    await asyncio.wait_for(application(scope, receive, send), wait)
     return result
