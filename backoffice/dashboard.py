@@ -17,8 +17,8 @@ from django_celery_beat.models import PeriodicTask
 
 import jobs
 from chat import selectors as chat_selectors
-from config.schedules import PERIODIC_TASKS
 from crm import selectors as crm_selectors
+from foundation.schedules import PERIODIC_TASKS
 from leadgen import selectors as lead_selectors
 from prototypes import selectors as prototype_selectors
 from tracking import selectors as tracking_selectors

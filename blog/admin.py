@@ -6,7 +6,7 @@ from django.urls import path, reverse
 
 from blog import selectors, services
 from blog.models import BlogCache
-from config.admin_actions import ReadOnlyAdminMixin
+from foundation.admin_actions import ReadOnlyAdminMixin
 
 
 @admin.register(BlogCache)

@@ -21,9 +21,9 @@ from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 from blog import cache as posts_cache
 from blog import selectors, services
 from blog.posts import LIST_FIELDS, SLUG, PostsQuery
-from config.api import ExactPatternField, PayloadTooLarge
-from config.secrets import header_secret_require
-from config.throttling import ClientIpRateThrottle, ScopedRateThrottle
+from foundation.api import ExactPatternField, PayloadTooLarge
+from foundation.secrets import header_secret_require
+from foundation.throttling import ClientIpRateThrottle, ScopedRateThrottle
 
 logger = structlog.get_logger(__name__)
 

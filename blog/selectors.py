@@ -9,7 +9,7 @@ from django.conf import settings
 import jobs
 from blog import cache as posts_cache
 from blog.posts import UPSTREAM_DETAIL_FIELDS, UPSTREAM_EMBEDS, UPSTREAM_FIELDS, PostsQuery, post_detail, post_summary
-from config.api import error_body
+from foundation.api import error_body
 from integrations.wordpress.client import PageOutOfRange, client_from_settings
 
 logger = structlog.get_logger(__name__)

@@ -1,8 +1,8 @@
 """Whether a chat message may open an answer's stream: its rate limits and stream caps, in one round trip to
 Redis from the event loop.
 
-The same counters and slots as config.throttling's windows and config.streams' leases (the same keys, so
-config.streams renews and gives back the slots taken here), in one Lua script: the message counted against
+The same counters and slots as foundation.throttling's windows and foundation.streams' leases (the same keys, so
+foundation.streams renews and gives back the slots taken here), in one Lua script: the message counted against
 its session's allowance, then (if allowed) its IP's, then a slot taken under its session and its IP, or none.
 The view awaits it on the event loop (redis-py's asyncio client), the scripts of the chats starting together
 in one pipeline: three round trips from a worker thread cost far more than the commands, each a hand-over of
@@ -22,16 +22,16 @@ from django.conf import settings
 from django.core.cache import cache
 from redis.exceptions import NoScriptError, RedisError
 
-from config.client_ip import address_bucket
-from config.streams import Lease
-from config.throttling import parse_rate
+from foundation.client_ip import address_bucket
+from foundation.streams import Lease
+from foundation.throttling import parse_rate
 
 logger = structlog.get_logger(__name__)
 
 # KEYS: the session's counter, the IP's counter (when the IP is known), then the slot keys. ARGV: the session's
 # limit and window (s), the IP's limit and window ('' when unknown), the lease (ms), the stream's id, each slot
 # key's cap. 0: admitted, the slots taken; 1 or 2: the session's or the IP's allowance spent (the IP's not
-# counted after the session's is spent); 3: a slot key at its cap. The slots as config.streams' _TAKE takes them.
+# counted after the session's is spent); 3: a slot key at its cap. The slots as foundation.streams' _TAKE takes them.
 _ADMIT = """
 local count = redis.call('INCR', KEYS[1])
 redis.call('EXPIRE', KEYS[1], ARGV[2])
@@ -71,7 +71,7 @@ class _Admissions:
     def __init__(self, loop: asyncio.AbstractEventLoop):
         config = settings.CACHES["default"]
         max_connections = config.get("OPTIONS", {}).get("max_connections")
-        options = {"max_connections": max_connections} if max_connections else {}  # as config.cache's pool
+        options = {"max_connections": max_connections} if max_connections else {}  # as foundation.cache's pool
         self.loop = loop
         self.client = redis.asyncio.Redis.from_url(config["LOCATION"], **options)
         self.sha = hashlib.sha1(_ADMIT.encode()).hexdigest()

@@ -22,19 +22,19 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from chat import admission, relay, selectors, services
-from config.api import (
+from foundation.api import (
     DATABASE_RETRY_AFTER_SECONDS,
     DatabaseUnavailable,
     ExactPatternField,
     StrictCharField,
     error_body,
 )
-from config.batching import Batches
-from config.client_ip import USER_IP_SCHEMA, visitor_ip
-from config.parsers import json_body
-from config.secrets import InvalidSecret, trusted_chat_client
-from config.streams import held_while_sent, slots_release, too_many_streams
-from config.throttling import ScopedRateThrottle
+from foundation.batching import Batches
+from foundation.client_ip import USER_IP_SCHEMA, visitor_ip
+from foundation.parsers import json_body
+from foundation.secrets import InvalidSecret, trusted_chat_client
+from foundation.streams import held_while_sent, slots_release, too_many_streams
+from foundation.throttling import ScopedRateThrottle
 from integrations import agent
 
 WIDGET_TOKEN_SALT = "chat.widget"

@@ -8,7 +8,7 @@ response drains the queue. It starts while the visitor's message is being
 saved: the agent's WebSocket connects meanwhile, and the agent is asked once
 the message is saved (nothing is asked, nor kept, if saving it failed).
 
-The database is reached in batches (config.batching): the turns starting, and
+The database is reached in batches (foundation.batching): the turns starting, and
 the answers ending, within one trip of a batch's thread share its statements.
 Each chat's own trip to a thread costs the event loop far more than its
 statements do: every hand-over of the GIL between the loop and a worker thread
@@ -31,7 +31,7 @@ import structlog
 
 from chat import services
 from chat.models import ChatMessage
-from config.batching import Batches
+from foundation.batching import Batches
 from integrations.agent import AgentClient
 from jobs import PermanentError, TransientError
 

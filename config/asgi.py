@@ -6,9 +6,9 @@ import django
 from channels.routing import ProtocolTypeRouter, URLRouter
 from twisted.web import http as twisted_http
 
-from config.checks import fail_on_unsafe_settings
-from config.handlers import SyncChainASGIHandler
+from config.asgi_handler import SyncChainASGIHandler
 from config.sentry import reported, sentry_init
+from foundation.checks import fail_on_unsafe_settings
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 django.setup(set_prefix=False)  # as django.core.asgi.get_asgi_application does, with our handler below

@@ -26,8 +26,8 @@ from health_check.views import HealthCheckView
 
 import jobs
 from config.celery import app as celery_app
-from config.secrets import bearer_token, secret_matches
 from docs_mcp.health import McpServer
+from foundation.secrets import bearer_token, secret_matches
 
 STARTED_AT = datetime.now(UTC)
 

@@ -17,7 +17,7 @@ wiring layer passes to `metrics_view` (config/collectors.py), not counted in
 each process.
 
 /metrics answers an address METRICS_ALLOWED_IPS covers (the client's address
-as config.client_ip reads it) and `Authorization: Bearer METRICS_TOKEN`; to
+as foundation.client_ip reads it) and `Authorization: Bearer METRICS_TOKEN`; to
 anyone else, and to everyone while neither is set, it is a 404 like any
 unknown path.
 """
@@ -36,8 +36,8 @@ from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histo
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.django import PrometheusDjangoView
 
-from config.client_ip import client_ip
-from config.secrets import bearer_token, secret_matches
+from foundation.client_ip import client_ip
+from foundation.secrets import bearer_token, secret_matches
 
 logger = structlog.get_logger(__name__)
 
@@ -71,7 +71,7 @@ if MULTIPROCESS_DIR:
 
 class RequestMetricsMiddleware:
     """Counts and times every request by the route it resolved to. First in MIDDLEWARE, so the time is
-    everything Django does. Sync only, like the whole middleware chain under daphne (config/handlers.py)."""
+    everything Django does. Sync only, like the whole middleware chain under daphne (config/asgi_handler.py)."""
 
     def __init__(self, get_response):
         self.get_response = get_response

@@ -1,14 +1,14 @@
 import structlog
 from django.http import JsonResponse
 
-from config.api import error_body
-from config.parsers import text_refusal
+from foundation.api import error_body
+from foundation.parsers import text_refusal
 
 
 class RequestIdHeaderMiddleware:
     """Echo the request id bound by django-structlog so clients can quote it.
 
-    Sync only, like the whole middleware chain under daphne (config/handlers.py).
+    Sync only, like the whole middleware chain under daphne (config/asgi_handler.py).
     """
 
     def __init__(self, get_response):
@@ -25,7 +25,7 @@ class RequestIdHeaderMiddleware:
 class UnstorableTextMiddleware:
     """Refuses (400) a request whose path, query or headers hold text PostgreSQL cannot store, before any
     view or middleware after it reads them: the one check of every URL, DRF's views or not. JSON bodies
-    are checked by the parser (config.parsers.JSONParser)."""
+    are checked by the parser (foundation.parsers.JSONParser)."""
 
     def __init__(self, get_response):
         self.get_response = get_response

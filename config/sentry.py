@@ -1,7 +1,7 @@
 """Errors reported to Sentry (sentry-sdk) when SENTRY_DSN is set, with personal data redacted before they leave.
 
 Every process of ours starts it: the web process (config.asgi), a WSGI server
-(config.wsgi), the MCP server (docs_mcp.asgi), and Celery's workers and beat,
+(config.wsgi), the MCP server (config.mcp_asgi), and Celery's workers and beat,
 which import this module when they start (CELERY_IMPORTS) and start it on
 their start signals; a worker does so before it starts its pool, whose
 processes inherit the client.
@@ -65,7 +65,7 @@ def reported(application):
     """An ASGI application with each request in a Sentry scope of its own while Sentry is on (else as it is).
 
     sentry-sdk does this for Django by patching ASGIHandler.__call__, which our
-    handler overrides (config.handlers), and the MCP server is Starlette; without
+    handler overrides (config.asgi_handler), and the MCP server is Starlette; without
     it, every request would share one scope, its breadcrumbs and request data.
     """
     return SentryAsgiMiddleware(application) if sentry_sdk.get_client().is_active() else application

@@ -1,4 +1,4 @@
-"""The web process: daphne, with request bodies bounded while they arrive (config/limits.py).
+"""The web process: daphne, with request bodies bounded while they arrive (foundation/limits.py).
 
     python -m config.serve [daphne's own options] config.asgi:application
 
@@ -55,8 +55,8 @@ from twisted.protocols.policies import WrappingFactory  # noqa: E402
 from twisted.web import http  # noqa: E402
 from zope.interface import implementer  # noqa: E402
 
-from config.client_ip import address_bucket  # noqa: E402
-from config.limits import (  # noqa: E402
+from foundation.client_ip import address_bucket  # noqa: E402
+from foundation.limits import (  # noqa: E402
     BODY_TOO_SLOW,
     HEAD_TOO_SLOW,
     PAYLOAD_TOO_LARGE,

@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 import environ
 from django.core.exceptions import ImproperlyConfigured
 
-from config.logging import log_format, logging_config, structlog_configure
+from foundation.logging import log_format, logging_config, structlog_configure
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -29,7 +29,7 @@ ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[:
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 SITE_URL = env.str("SITE_URL", default="http://localhost:8000")
 # Set by `make run` (python -m standins): outside services are played by local stand-ins, whose inbox
-# this is. Every page then says so; production refuses to start with it set (config/checks.py).
+# this is. Every page then says so; production refuses to start with it set (foundation/checks.py).
 STANDINS_URL = env.str("STANDINS_URL", default="")
 
 INSTALLED_APPS = [
@@ -51,6 +51,7 @@ INSTALLED_APPS = [
     "channels",
     "django_structlog",
     "health_check",
+    "foundation",
     "jobs",
     "integrations",
     "stores",
@@ -148,8 +149,8 @@ CACHES = {
         "BACKEND": "django.core.cache.backends.redis.RedisCache",
         "LOCATION": REDIS_URL,
         "KEY_PREFIX": env.str("CACHE_KEY_PREFIX", default="leadgen"),
-        # One pool per process, not one per request thread (config/cache.py).
-        "OPTIONS": {"pool_class": "config.cache.SharedConnectionPool"},
+        # One pool per process, not one per request thread (foundation/cache.py).
+        "OPTIONS": {"pool_class": "foundation.cache.SharedConnectionPool"},
     }
 }
 CHANNEL_LAYERS = {
@@ -293,9 +294,9 @@ CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 # --- API -------------------------------------------------------------------------------
 REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "EXCEPTION_HANDLER": "config.api.exception_handler",
+    "EXCEPTION_HANDLER": "foundation.api.exception_handler",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["config.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["foundation.parsers.JSONParser"],
     "DEFAULT_AUTHENTICATION_CLASSES": [],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.AllowAny"],
     "UNAUTHENTICATED_USER": None,
@@ -320,7 +321,7 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
 }
 
-# --- Logging: structlog; console lines at a terminal, JSON otherwise (config/logging.py) ---
+# --- Logging: structlog; console lines at a terminal, JSON otherwise (foundation/logging.py) ---
 LOG_LEVEL = env.str("LOG_LEVEL", default="INFO")
 LOG_FORMAT = log_format(env.str("LOG_FORMAT", default=""))
 DJANGO_STRUCTLOG_CELERY_ENABLED = True
@@ -479,7 +480,7 @@ REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"].update(
     }
 )
 
-# --- Security hardening (config/client_ip.py, config/secrets.py, config/checks.py, config/limits.py) ---
+# --- Security hardening (foundation/: client_ip.py, secrets.py, checks.py, limits.py) ---
 # Entries `host` or `host:port` an admin Mailbox may log in to; the env mailbox's IMAP_HOST is always allowed.
 IMAP_ALLOWED_HOSTS = env.list("IMAP_ALLOWED_HOSTS", default=[])
 # A message larger than this (its RFC822.SIZE) is not fetched: it is kept as a failed lead with the reason.
@@ -488,7 +489,7 @@ IMAP_MAX_MESSAGE_BYTES = env.int("IMAP_MAX_MESSAGE_BYTES", default=2 * 1024 * 10
 IMAP_MESSAGE_MAX_ATTEMPTS = env.int("IMAP_MESSAGE_MAX_ATTEMPTS", default=3)
 # authserv-id of our own receiving server's Authentication-Results header; set: stores' emails must pass DMARC/SPF.
 IMAP_TRUSTED_AUTHSERV_ID = env.str("IMAP_TRUSTED_AUTHSERV_ID", default="")
-# Request bodies: read at most this much on any route (smaller per route in config/limits.py), within this time.
+# Request bodies: read at most this much on any route (smaller per route in foundation/limits.py), within this time.
 REQUEST_MAX_BODY_BYTES = env.int("REQUEST_MAX_BODY_BYTES", default=1024 * 1024)
 REQUEST_BODY_TIMEOUT_SECONDS = env.float("REQUEST_BODY_TIMEOUT_SECONDS", default=30.0)
 # A request's head (request line and headers) must arrive within this time of the connection's opening (on a
@@ -497,7 +498,7 @@ REQUEST_HEAD_TIMEOUT_SECONDS = env.float("REQUEST_HEAD_TIMEOUT_SECONDS", default
 # Connections one client address (IPv6: its /64) may hold open to a web process; 0: no cap. Off behind trusted
 # proxies: every connection then comes from a proxy, which caps its clients' connections itself.
 MAX_CONNECTIONS_PER_IP = env.int("MAX_CONNECTIONS_PER_IP", default=0 if TRUSTED_PROXY_COUNT else 64)
-# Streams open at once (config/streams.py), across web processes: per client IP bucket, per lead's
+# Streams open at once (foundation/streams.py), across web processes: per client IP bucket, per lead's
 # progress stream, per chat session; past them, 429. 0: no cap.
 STREAMS_PER_IP = env.int("STREAMS_PER_IP", default=20)
 STREAMS_PER_LEAD = env.int("STREAMS_PER_LEAD", default=4)
@@ -534,18 +535,18 @@ CONTENT_SECURITY_POLICY = {
         "object-src": ["'none'"],
     }
 }
-# Admin login lockout (django-axes): per username and client IP, counted through config.client_ip.
+# Admin login lockout (django-axes): per username and client IP, counted through foundation.client_ip.
 AXES_FAILURE_LIMIT = env.int("AXES_FAILURE_LIMIT", default=5)
 AXES_COOLOFF_TIME = env.float("AXES_COOLOFF_HOURS", default=0.25)
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
-AXES_CLIENT_IP_CALLABLE = "config.client_ip.client_ip_for_axes"
+AXES_CLIENT_IP_CALLABLE = "foundation.client_ip.client_ip_for_axes"
 AXES_RESET_ON_SUCCESS = True
 AXES_VERBOSE = False  # no banner on every start of every process
 AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
 INSTALLED_APPS += ["axes", "csp"]
 MIDDLEWARE += ["csp.middleware.CSPMiddleware", "axes.middleware.AxesMiddleware"]
 # /metrics (config/metrics.py) answers addresses or networks listed here (the client's address as
-# config.client_ip reads it) and `Authorization: Bearer METRICS_TOKEN`; anyone else, and everyone while both
+# foundation.client_ip reads it) and `Authorization: Bearer METRICS_TOKEN`; anyone else, and everyone while both
 # are empty, gets a 404. Several web processes: PROMETHEUS_MULTIPROC_DIR (docs/operations.md).
 METRICS_ALLOWED_IPS = env.list("METRICS_ALLOWED_IPS", default=[])
 METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
@@ -562,7 +563,7 @@ JOBS_SWEEP_LATE_SECONDS = env.int("JOBS_SWEEP_LATE_SECONDS", default=max(120, 6 
 # The docs-site sign-in has its own session cookie: signing out of the docs never signs staff out of admin.
 DOCS_SESSION_COOKIE_NAME = env.str("DOCS_SESSION_COOKIE_NAME", default="docs_sessionid")
 REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"]["docs_login"] = env.str("DOCS_LOGIN_RATE", default="20/min")
-# Ids of config/checks.py's production checks (security.E1xx) an operator accepts on purpose.
+# Ids of foundation/checks.py's production checks (security.E1xx) an operator accepts on purpose.
 SILENCED_SYSTEM_CHECKS = env.list("SILENCED_SYSTEM_CHECKS", default=[])
 SPECTACULAR_SETTINGS["POSTPROCESSING_HOOKS"] = [
     "drf_spectacular.hooks.postprocess_schema_enums",

@@ -15,11 +15,11 @@ from import_export.admin import ExportMixin
 from import_export.formats.base_formats import CSV
 
 from chat import selectors as chat_selectors
-from config.admin_actions import ReadOnlyAdminMixin
-from config.pagination import CappedCountPaginator
 from crm import assignment, selectors, services
 from crm.merge_admin import ContactMergeAdminMixin
 from crm.models import AssignmentRule, Contact, RepProfile, Task, TimelineEvent
+from foundation.admin_actions import ReadOnlyAdminMixin
+from foundation.pagination import CappedCountPaginator
 from leadgen import selectors as lead_selectors
 from prototypes import selectors as prototype_selectors
 from stores.models import validate_timezone

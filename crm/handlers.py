@@ -2,9 +2,9 @@
 
 from django.db import DatabaseError
 
-from config.db import describe_db_error
 from crm import escalation, services
 from crm.events import LEAD_CREATED
+from foundation.db import describe_db_error
 from jobs import PermanentError, TransientError, handler
 from leadgen.selectors import LeadNotFound
 from leadgen.services import LEAD_ARRIVED

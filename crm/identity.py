@@ -24,8 +24,8 @@ from django.db.models import Case, DateTimeField, F, Q, Value, When
 from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
 
-from config.db import insert_on_conflict
 from crm.models import Contact
+from foundation.db import insert_on_conflict
 
 # Filled when empty, never overwritten; the email and the phone only when no other contact of the store has them.
 FILLED_FIELDS = ("email", "phone", "first_name", "last_name", "company", "franchise", "account_id")

@@ -10,8 +10,8 @@ from datetime import time
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 
-from config.staff_groups import MANAGERS, OPERATIONS, SALES
 from crm.models import AssignmentRule, RepProfile
+from foundation.staff_groups import MANAGERS, OPERATIONS, SALES
 from sources.models import InboundSource
 from stores.models import Store
 from tracking.models import Mailbox

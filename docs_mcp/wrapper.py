@@ -46,9 +46,9 @@ from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
-from config.batching import Batches
-from config.throttling import parse_rate
 from docs_mcp.threads import in_worker
+from foundation.batching import Batches
+from foundation.throttling import parse_rate
 from tracking import activity
 
 logger = structlog.get_logger(__name__)
@@ -121,7 +121,7 @@ def tracked_tool(fn: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[A
         try:
             return await fn(**arguments)
         finally:
-            if recording is not None:  # a call cancelled meanwhile is recorded all the same (config.batching)
+            if recording is not None:  # a call cancelled meanwhile is recorded all the same (foundation.batching)
                 await _settled(recording, tool_name)
 
     call.__name__ = fn.__name__

@@ -8,8 +8,8 @@ from django.utils.html import format_html
 from import_export import resources
 from import_export.admin import ExportMixin
 
-from config.exports import SafeCSV
-from config.pagination import CappedCountPaginator
+from foundation.exports import SafeCSV
+from foundation.pagination import CappedCountPaginator
 from jobs import services
 from jobs.models import Job, JobAttempt
 from jobs.registry import registered_kinds

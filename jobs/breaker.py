@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 import pybreaker
 from django.core.cache import cache
 
-from config.cache import counter_incr
+from foundation.cache import counter_incr
 
 _STATE_TTL = 7 * 24 * 3600
 

@@ -22,7 +22,7 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
-from config.db import describe_db_error
+from foundation.db import describe_db_error
 from jobs.models import Job
 
 logger = structlog.get_logger(__name__)

@@ -21,7 +21,7 @@ from django.db import connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from config.db import fetch_models, traceback_scrubbed
+from foundation.db import fetch_models, traceback_scrubbed
 from jobs.dispatch import send_run_messages
 from jobs.errors import PermanentError, SkipJob, TransientError
 from jobs.heartbeat import lease_heartbeat

@@ -16,7 +16,7 @@ from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from config.db import insert_many_on_conflict
+from foundation.db import insert_many_on_conflict
 from jobs.dispatch import dispatch_committed, send_run_messages
 from jobs.kinds import PING_KIND
 from jobs.models import Job, JobStep

@@ -6,8 +6,8 @@ from import_export import resources
 from import_export.admin import ExportMixin
 
 from chat import selectors as chat_selectors
-from config.exports import SafeCSV
-from config.pagination import CappedCountPaginator
+from foundation.exports import SafeCSV
+from foundation.pagination import CappedCountPaginator
 from leadgen import selectors, services
 from leadgen.models import Lead
 from stores.scoping import StoreListFilter, StoreScopedAdminMixin

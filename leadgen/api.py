@@ -11,10 +11,10 @@ from rest_framework.views import APIView
 
 from chat import selectors as chat_selectors
 from chat import services as chat_services
-from config.api import PayloadTooLarge, error_body
-from config.client_ip import USER_IP_SCHEMA, reported_user_ip, visitor_ip
-from config.secrets import trusted_chat_client
-from config.throttling import ScopedRateThrottle
+from foundation.api import PayloadTooLarge, error_body
+from foundation.client_ip import USER_IP_SCHEMA, reported_user_ip, visitor_ip
+from foundation.secrets import trusted_chat_client
+from foundation.throttling import ScopedRateThrottle
 from leadgen import selectors, services
 from leadgen.idempotency import (
     IdempotencyConflict,

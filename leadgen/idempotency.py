@@ -33,7 +33,7 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 from django.utils.crypto import salted_hmac
 
-from config.client_ip import client_ip_bucket
+from foundation.client_ip import client_ip_bucket
 from leadgen.models import IdempotentRequest
 
 IN_PROGRESS = 0

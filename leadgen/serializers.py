@@ -8,7 +8,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from chat import services as chat_services
-from config.api import NOT_BLANK, BoundedEmailField, ExactPatternField, StrictCharField
+from foundation.api import NOT_BLANK, BoundedEmailField, ExactPatternField, StrictCharField
 from leadgen.consent import CONSENT_TEXTS, CONSENT_VERSION
 from leadgen.models import Lead
 

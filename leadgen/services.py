@@ -13,7 +13,7 @@ from django.utils import timezone
 
 import jobs
 from chat import services as chat_services
-from config.db import insert_on_conflict, update_many
+from foundation.db import insert_on_conflict, update_many
 from integrations import llm, recaptcha
 from leadgen import selectors
 from leadgen.idempotency import idempotency_lead_saved

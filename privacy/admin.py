@@ -16,7 +16,7 @@ from django.http import HttpResponse
 from django.template.response import TemplateResponse
 from django.urls import path
 
-from config.admin_actions import ReadOnlyAdminMixin
+from foundation.admin_actions import ReadOnlyAdminMixin
 from privacy import services
 from privacy.models import SubjectRequest
 from privacy.selectors import SubjectInvalid, subject_find, subject_named

@@ -22,7 +22,7 @@ from django.template.loader import render_to_string
 from django.utils import timezone
 
 import jobs
-from config.db import update_many
+from foundation.db import update_many
 from integrations import v0
 from jobs import PermanentError, SkipJob, TransientError
 from prototypes import events, selectors

@@ -38,12 +38,12 @@ from django.db import close_old_connections
 from django.http import HttpResponse, JsonResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
-from config import batching as config_batching
-from config.api import error_body
-from config.cache import touch_many
-from config.client_ip import client_ip_bucket
-from config.streams import held_while_sent, slots_take, too_many_streams
-from config.throttling import window_waits
+from foundation import batching as foundation_batching
+from foundation.api import error_body
+from foundation.cache import touch_many
+from foundation.client_ip import client_ip_bucket
+from foundation.streams import held_while_sent, slots_take, too_many_streams
+from foundation.throttling import window_waits
 from integrations import v0
 from integrations.v0.parts import apply_delta, describe_part
 from jobs import PermanentError, TransientError
@@ -117,7 +117,7 @@ generate_stream.initkwargs = {}
 
 def _open(opens: list[tuple[str, str, int]]) -> tuple[list, list]:
     """The streams' reads before they answer, `(client, lead id, Last-Event-ID)` each: the rate limit, the
-    prototype (one query for all of them), then the slots of those that will stream (config.streams). (Seconds
+    prototype (one query for all of them), then the slots of those that will stream (foundation.streams). (Seconds
     to wait or None, the prototype, its Lease or None when a cap is reached) each."""
     waits = window_waits([f"prototypes:stream:{client}" for client, _, _ in opens], settings.PROTOTYPES_STREAM_RATE)
     found = selectors.prototypes_for_public_leads(
@@ -247,8 +247,8 @@ class Subscription:
 
 
 # --- the relay ---------------------------------------------------------------------------------
-class Batches(config_batching.Batches):
-    """config.batching's batches for the streams and relays of this process: `work(items)` returns a result
+class Batches(foundation_batching.Batches):
+    """foundation.batching's batches for the streams and relays of this process: `work(items)` returns a result
     per item and the events it logged, announced here once it returns (committed), on the event loop.
 
     So a thousand streams opening or relays starting at once cost a few statements, not a thread trip

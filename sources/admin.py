@@ -11,9 +11,9 @@ from django.contrib import admin, messages
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
-from config.admin_actions import ReadOnlyAdminMixin
-from config.admin_forms import AdminModelForm
-from config.pagination import CappedCountPaginator
+from foundation.admin_actions import ReadOnlyAdminMixin
+from foundation.admin_forms import AdminModelForm
+from foundation.pagination import CappedCountPaginator
 from leadgen import services as lead_services
 from sources import platforms, selectors, services
 from sources.models import InboundRequest, InboundSource

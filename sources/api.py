@@ -9,8 +9,8 @@ from rest_framework.exceptions import APIException, NotFound, PermissionDenied
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config.api import PayloadTooLarge, error_body
-from config.throttling import ClientIpRateThrottle
+from foundation.api import PayloadTooLarge, error_body
+from foundation.throttling import ClientIpRateThrottle
 from sources import platforms, selectors, services
 from sources.models import InboundRequest, InboundSource
 

@@ -36,8 +36,8 @@ from jmespath.exceptions import JMESPathError
 from rest_framework import exceptions as drf_exceptions
 from standardwebhooks.webhooks import EmptyWebhookSecretError, Webhook, WebhookVerificationError
 
-from config.db import storable_text
-from config.parsers import json_body
+from foundation.db import storable_text
+from foundation.parsers import json_body
 
 KINDS = ("facebook", "google_ads", "typeform", "webflow", "generic")
 LEAD_FIELDS = ("first_name", "last_name", "email", "phone", "company", "message", "service_type")
@@ -279,7 +279,7 @@ def loggable_body(kind: str, body: bytes) -> str:
 
 
 def _parse(body: bytes):
-    """The body as the API reads every JSON body (config.parsers: depth limit, no NUL or lone surrogates)."""
+    """The body as the API reads every JSON body (foundation.parsers: depth limit, no NUL or lone surrogates)."""
     try:
         return json_body(body)
     except drf_exceptions.ParseError as exc:

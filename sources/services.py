@@ -21,7 +21,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 import jobs
-from config.db import storable_text
+from foundation.db import storable_text
 from integrations.facebook import client as facebook
 from leadgen import selectors as lead_selectors
 from leadgen import services as lead_services

@@ -98,7 +98,7 @@ def ensure_staff_groups():
     from django.db.migrations.loader import MigrationLoader
     from django.db.migrations.operations import RunPython
 
-    from config import staff_groups as permissions
+    from foundation import staff_groups as permissions
 
     groups = [permissions.OPERATIONS, permissions.SALES, permissions.MANAGERS]
     if Group.objects.filter(name__in=groups).count() == len(groups):

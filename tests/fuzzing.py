@@ -4,7 +4,7 @@ that the schema cannot state."""
 import schemathesis
 from hypothesis import strategies as st
 
-from config.db import UNSTORABLE_CHARACTERS
+from foundation.db import UNSTORABLE_CHARACTERS
 
 # The schema's `phone` format (leadgen.serializers.PhoneField): numbers their numbering plans assign.
 PHONES = ["", "+1 415 555 0100", "(415) 555-0132", "+44 20 7946 0958", "+49 30 901820", "+33 142685300"]
@@ -22,7 +22,7 @@ def holds(value, pattern) -> bool:
 
 def carries_unstorable_text(case) -> bool:
     """Whether the request holds text PostgreSQL cannot store (NUL, an unpaired surrogate) anywhere, keys of
-    free-form objects included. Every input refuses it (config.parsers, config.middleware): one rule for all,
+    free-form objects included. Every input refuses it (foundation.parsers, config.middleware): one rule for all,
     which a schema would have to repeat in every string, and cannot state for property names it does not list,
     so schemathesis may send it in a request it takes for valid."""
     parts = (case.body, case.query, case.headers, case.path_parameters)

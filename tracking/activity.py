@@ -4,7 +4,7 @@ Every capture updates the user's row under a row lock (the counters and capped
 lists are read, changed and written back), stamps `last_activity_at` (the
 retention clock) and marks the user pending for the daily sync. The caps keep
 a hostile or looping client from growing a row without bound, and text is kept
-without the characters PostgreSQL cannot store (config.db.storable_text): the
+without the characters PostgreSQL cannot store (foundation.db.storable_text): the
 MCP server's tool arguments and an identity provider's claims reach here
 without passing the API's parser, and one such character would lose the write.
 """
@@ -18,9 +18,9 @@ from disposable_email_domains import blocklist as disposable_domains
 from django.db import transaction
 from django.utils import timezone
 
-from config.db import fetch_models, storable_text, update_many
 from crm import services as crm_services
 from crm.redaction import redact
+from foundation.db import fetch_models, storable_text, update_many
 from integrations.kapa.client import MAX_QUESTIONS
 from tracking.models import TrackedUser
 

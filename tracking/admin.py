@@ -10,10 +10,10 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
 import jobs
-from config.admin_actions import ReadOnlyAdminMixin
-from config.admin_forms import AdminModelForm
-from config.pagination import CappedCountPaginator
 from crm.redaction import redact
+from foundation.admin_actions import ReadOnlyAdminMixin
+from foundation.admin_forms import AdminModelForm
+from foundation.pagination import CappedCountPaginator
 from stores.scoping import StoreListFilter, StoreScopedAdminMixin
 from tracking.models import EmailLead, Mailbox, TrackedUser
 from tracking.profile import crm_profile

@@ -18,9 +18,9 @@ from rest_framework.exceptions import MethodNotAllowed, NotFound
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config.api import NOT_BLANK, BoundedEmailField, StrictCharField
-from config.secrets import bearer_secret_require, header_secret_require
-from config.throttling import RateThrottle, ScopedRateThrottle
+from foundation.api import NOT_BLANK, BoundedEmailField, StrictCharField
+from foundation.secrets import bearer_secret_require, header_secret_require
+from foundation.throttling import RateThrottle, ScopedRateThrottle
 from tracking import activity, sync
 from tracking.docs_auth import docs_session_sub
 from tracking.models import TrackedUser

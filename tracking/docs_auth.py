@@ -31,7 +31,7 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
-from config.throttling import ClientIpRateThrottle
+from foundation.throttling import ClientIpRateThrottle
 from integrations.auth0.client import Auth0Client, client_from_settings
 from jobs import PermanentError, TransientError
 from tracking.activity import tracked_user_sign_in

@@ -5,7 +5,7 @@ from django.conf import settings
 from django.db import DatabaseError
 
 import jobs
-from config.db import describe_db_error
+from foundation.db import describe_db_error
 from jobs import PermanentError, TransientError, handler
 from tracking import services, sync
 from tracking.selectors import mailbox_settings

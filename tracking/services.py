@@ -23,8 +23,8 @@ from django.db import DatabaseError, InterfaceError, OperationalError, connectio
 from django.utils import timezone
 
 import jobs
-from config.db import describe_db_error
 from crm.events import lead_created_emit
+from foundation.db import describe_db_error
 from integrations.imap import FetchedMessage, ImapClient, MailboxSettings
 from leadgen import services as lead_services
 from tracking.models import TrackedUser

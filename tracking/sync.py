@@ -34,7 +34,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 import jobs
-from config.db import fetch_models
+from foundation.db import fetch_models
 from integrations.crm_webhook.client import client_from_settings as crm_client_from_settings
 from integrations.kapa.client import MAX_QUESTIONS
 from integrations.kapa.client import client_from_settings as kapa_client_from_settings

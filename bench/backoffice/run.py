@@ -200,7 +200,7 @@ def stock_urlconf():
 def users():
     from django.contrib.auth.models import Group
 
-    from config.staff_groups import OPERATIONS, SALES
+    from foundation.staff_groups import OPERATIONS, SALES
 
     User = get_user_model()
     manager = User.objects.create_superuser("bench-manager", password="bench password for the manager")

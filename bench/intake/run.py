@@ -608,7 +608,7 @@ def identity_ab(client, count):
 
 LABELS = {
     "create": "INSERT of the lead (QuerySet.create)",
-    "check_throttles": "throttle (config.throttling: one INCR + EXPIRE round trip to Redis)",
+    "check_throttles": "throttle (foundation.throttling: one INCR + EXPIRE round trip to Redis)",
     "is_valid": "LeadInputSerializer validation",
     "lead_classify": "LLM call (integrations.llm on HttpClient over urllib3, HTTP round trip to the fake)",
     "lead_create": "lead_create's own: BEGIN/COMMIT, building the row",

@@ -5,7 +5,7 @@
 Servers (each its own process on uvicorn, both started before the first phase):
 
   bare   bench/mcp/bare_server.py: the SDK's server with the same tool, nothing around it;
-  ours   docs_mcp.asgi, as the Procfile's `mcp` serves it: Auth0 bearer tokens (RS256, checked on every
+  ours   config.mcp_asgi, as the Procfile's `mcp` serves it: Auth0 bearer tokens (RS256, checked on every
          request), the tool wrapper (`context` validated and stripped, the per-user rate counted in
          Redis, the call recorded in PostgreSQL).
 
@@ -169,8 +169,8 @@ def main():
     commands = {
         "bare": [str(BIN / "uvicorn"), "bench.mcp.bare_server:app", "--host", "127.0.0.1", "--port", str(ports["bare"]),
                  ],
-        "ours": [str(BIN / "uvicorn"), "docs_mcp.asgi:application", "--host", "127.0.0.1", "--port", str(ports["ours"]),
-                 "--no-server-header"],
+        "ours": [str(BIN / "uvicorn"), "config.mcp_asgi:application", "--host", "127.0.0.1",
+                 "--port", str(ports["ours"]), "--no-server-header"],
     }  # fmt: skip
     servers = [name for name in args.servers.split(",") if name]
     processes = [

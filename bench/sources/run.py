@@ -592,7 +592,7 @@ LABELS = {
     "_kept_headers": "the headers the log keeps",
     "save InboundRequest INSERT": "INSERT of the request-log row",
     "save InboundRequest UPDATE": "UPDATE of the request-log row (outcome, results, lead)",
-    "submissions": "the body parsed (config.parsers) and read as a submission",
+    "submissions": "the body parsed (foundation.parsers) and read as a submission",
     "_known": "SELECT of the dedup row (a retry?)",
     "mapped_fields": "the mapping: JMESPath over the document",
     "_lead_fields": "_lead_fields' own: service type, steps, UTM",

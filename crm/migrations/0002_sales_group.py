@@ -1,6 +1,6 @@
 from django.db import migrations
 
-from config.staff_groups import SALES, grant
+from foundation.staff_groups import SALES, grant
 
 
 def grant_sales(apps, schema_editor):

@@ -2,7 +2,7 @@ from django.db import migrations
 from django.db.models import F
 from django.utils import timezone
 
-from config.staff_groups import MANAGERS, grant
+from foundation.staff_groups import MANAGERS, grant
 
 
 def grant_managers(apps, schema_editor):

@@ -1,6 +1,6 @@
 from django.db import migrations
 
-from config.staff_groups import OPERATIONS, SALES, grant, revoke_group
+from foundation.staff_groups import OPERATIONS, SALES, grant, revoke_group
 
 ALL = ["view", "add", "change", "delete"]
 

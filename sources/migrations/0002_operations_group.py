@@ -1,6 +1,6 @@
 from django.db import migrations
 
-from config.staff_groups import OPERATIONS, grant
+from foundation.staff_groups import OPERATIONS, grant
 
 
 def grant_operations(apps, schema_editor):

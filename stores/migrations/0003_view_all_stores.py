@@ -4,7 +4,7 @@
 from django.conf import settings
 from django.db import migrations, models
 
-from config.staff_groups import MANAGERS, grant, revoke_group
+from foundation.staff_groups import MANAGERS, grant, revoke_group
 
 
 def managers_group(apps, schema_editor):

@@ -12,8 +12,8 @@ from django.utils import timezone
 from playwright.sync_api import expect
 
 from chat.models import ChatMessage
-from config.staff_groups import MANAGERS, OPERATIONS, SALES
 from crm.models import Task, TimelineEvent
+from foundation.staff_groups import MANAGERS, OPERATIONS, SALES
 from jobs.models import Job
 from leadgen.models import Lead
 from tests.browser import admin_login

@@ -7,8 +7,8 @@ from django.contrib.auth.models import Permission
 from django.urls import reverse
 
 from chat.models import ChatMessage
-from config.staff_groups import SALES
 from crm.models import Task
+from foundation.staff_groups import SALES
 
 pytestmark = pytest.mark.django_db
 

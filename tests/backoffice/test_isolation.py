@@ -11,8 +11,8 @@ import pytest
 from django.urls import reverse
 
 from chat.models import ChatSession
-from config.staff_groups import MANAGERS, OPERATIONS, SALES
 from crm.models import Contact, Task, TimelineEvent
+from foundation.staff_groups import MANAGERS, OPERATIONS, SALES
 from leadgen.models import Lead
 from prototypes.models import Prototype
 from stores.models import Store

@@ -4,7 +4,7 @@ of queries (django_assert_max_num_queries per page), the same with 12 rows as wi
 import pytest
 from django.urls import reverse
 
-from config.staff_groups import MANAGERS, OPERATIONS, SALES
+from foundation.staff_groups import MANAGERS, OPERATIONS, SALES
 from jobs.models import Job
 
 pytestmark = pytest.mark.django_db

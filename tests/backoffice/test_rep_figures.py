@@ -9,8 +9,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from backoffice import dashboard
-from config.staff_groups import MANAGERS, SALES
 from crm.models import Contact, Task
+from foundation.staff_groups import MANAGERS, SALES
 
 pytestmark = pytest.mark.django_db
 

@@ -7,8 +7,8 @@ from django.contrib.auth.models import Group, Permission
 from django.urls import reverse
 from django.utils import timezone
 
-from config.staff_groups import MANAGERS, OPERATIONS, SALES
 from crm.models import Task
+from foundation.staff_groups import MANAGERS, OPERATIONS, SALES
 from jobs.models import Job
 from prototypes.models import Prototype
 from stores.models import Store

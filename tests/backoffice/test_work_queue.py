@@ -7,8 +7,8 @@ from django.contrib.auth.models import Permission
 from django.urls import reverse
 from django.utils import timezone
 
-from config.staff_groups import SALES
 from crm.models import Contact, Task, TimelineEvent
+from foundation.staff_groups import SALES
 
 pytestmark = pytest.mark.django_db
 

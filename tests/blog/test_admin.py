@@ -9,7 +9,7 @@ from django.urls import reverse
 from playwright.sync_api import expect
 
 from blog import cache as posts_cache
-from config.staff_groups import OPERATIONS, SALES
+from foundation.staff_groups import OPERATIONS, SALES
 from tests.browser import admin_login
 
 pytestmark = pytest.mark.django_db

@@ -151,7 +151,7 @@ def test_retention_deletes_quiet_transcripts_in_batches_and_keeps_the_lead(setti
 
 
 def test_retention_is_scheduled_daily():
-    from config.schedules import PERIODIC_TASKS
+    from foundation.schedules import PERIODIC_TASKS
 
     assert PERIODIC_TASKS["chat: delete expired transcripts"]["task"] == "chat.retention"
 

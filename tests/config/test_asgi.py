@@ -11,7 +11,7 @@ from channels.testing import HttpCommunicator
 from django.core.handlers.asgi import ASGIHandler
 
 from config.asgi import application
-from config.handlers import RequestThreads
+from config.asgi_handler import RequestThreads
 from jobs.runtime import jobs_sweep
 from leadgen.models import Lead
 

@@ -6,7 +6,7 @@ import threading
 import pytest
 from django.db import connection
 
-from config.batching import Batches
+from foundation.batching import Batches
 from tracking import activity
 from tracking.models import TrackedUser
 

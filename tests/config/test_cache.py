@@ -63,7 +63,7 @@ def test_concurrent_threads_share_the_pool_safely():
 def test_touch_many_extends_the_entries_that_exist():
     from django.core.cache import cache
 
-    from config.cache import touch_many
+    from foundation.cache import touch_many
 
     cache.set("lease-a", 1, 5)
     cache.set("lease-b", 2, 5)

@@ -1,11 +1,11 @@
-"""config.db: INSERT … ON CONFLICT for one or several instances, and UPDATEs of many rows, on PostgreSQL."""
+"""foundation.db: INSERT … ON CONFLICT for one or several instances, and UPDATEs of many rows, on PostgreSQL."""
 
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from config.db import insert_many_on_conflict, insert_on_conflict, update_many
+from foundation.db import insert_many_on_conflict, insert_on_conflict, update_many
 from jobs.models import Job
 
 pytestmark = pytest.mark.django_db

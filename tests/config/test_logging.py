@@ -4,7 +4,7 @@ import logging
 
 import pytest
 
-from config.logging import log_format
+from foundation.logging import log_format
 
 pytestmark = pytest.mark.django_db
 

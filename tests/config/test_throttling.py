@@ -1,4 +1,4 @@
-"""The per-window throttles (config/throttling.py) on the real Redis cache, and with Redis unreachable."""
+"""The per-window throttles (foundation/throttling.py) on the real Redis cache, and with Redis unreachable."""
 
 import threading
 from types import SimpleNamespace
@@ -8,7 +8,7 @@ from django.core.cache import cache
 from django.test import RequestFactory
 from rest_framework.request import Request
 
-from config.throttling import ScopedRateThrottle, window_wait, window_waits
+from foundation.throttling import ScopedRateThrottle, window_wait, window_waits
 from tests.conftest import free_port
 
 

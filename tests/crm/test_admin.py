@@ -8,9 +8,9 @@ from django.urls import reverse
 from django.utils import timezone
 from pytest_django.asserts import assertContains, assertNotContains
 
-from config.staff_groups import MANAGERS, SALES
 from crm.models import Contact, Task
 from crm.services import lead_created_process
+from foundation.staff_groups import MANAGERS, SALES
 
 pytestmark = pytest.mark.django_db
 

@@ -6,9 +6,9 @@ import pytest
 from django.utils import timezone
 from playwright.sync_api import expect
 
-from config.staff_groups import SALES
 from crm.models import Task
 from crm.services import lead_created_process
+from foundation.staff_groups import SALES
 from tests.browser import admin_login
 
 pytestmark = pytest.mark.browser

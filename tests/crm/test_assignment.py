@@ -11,10 +11,10 @@ from django.db import connection, transaction
 from django.urls import reverse
 from pytest_django.asserts import assertContains
 
-from config.staff_groups import MANAGERS, SALES
 from crm.assignment import task_owner_pick
 from crm.models import AssignmentRule, Contact, RepProfile, Task
 from crm.services import lead_created_process
+from foundation.staff_groups import MANAGERS, SALES
 from tests.browser import ensure_staff_groups
 
 pytestmark = pytest.mark.django_db

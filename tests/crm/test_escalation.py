@@ -10,10 +10,10 @@ from django.core import mail
 from django.utils import timezone
 
 import jobs
-from config.schedules import PERIODIC_TASKS
-from config.staff_groups import MANAGERS, SALES
 from crm.escalation import escalation_start, overdue_tasks_escalate
 from crm.models import Contact, RepProfile, Task, TimelineEvent
+from foundation.schedules import PERIODIC_TASKS
+from foundation.staff_groups import MANAGERS, SALES
 from jobs.models import Job
 from tests.browser import ensure_staff_groups
 

@@ -12,10 +12,10 @@ from django.test import Client
 from django.urls import reverse
 from pytest_django.asserts import assertContains, assertNotContains
 
-from config.staff_groups import MANAGERS, SALES
 from crm import identity, merge
 from crm.models import Contact, Task, TimelineEvent
 from crm.selectors import DUPLICATE_SUSPECTED_EVENT, contact_duplicates
+from foundation.staff_groups import MANAGERS, SALES
 from stores.models import Store
 
 pytestmark = pytest.mark.django_db

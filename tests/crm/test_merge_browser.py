@@ -5,9 +5,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from playwright.sync_api import expect
 
-from config.staff_groups import SALES
 from crm import merge
 from crm.models import Contact, Task, TimelineEvent
+from foundation.staff_groups import SALES
 from tests.browser import admin_login
 
 pytestmark = pytest.mark.browser

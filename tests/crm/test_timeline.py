@@ -14,10 +14,10 @@ from django.utils import timezone
 
 from chat import services as chat_services
 from chat.models import ChatSession
-from config.staff_groups import MANAGERS, SALES
 from crm.models import Contact, Task, TimelineEvent
 from crm.selectors import TIMELINE_LIMIT
 from crm.services import task_mark_contacted
+from foundation.staff_groups import MANAGERS, SALES
 from leadgen.models import Lead
 from leadgen.services import LEAD_ARRIVED
 from prototypes import services as prototype_services

@@ -1,5 +1,5 @@
 """deploy/'s templates as deploy/render.py renders them: the nginx site's limits are the web processes' own
-(config/limits.py, the settings), the site passes `nginx -t` with and without TLS, and the systemd units
+(foundation/limits.py, the settings), the site passes `nginx -t` with and without TLS, and the systemd units
 pass `systemd-analyze verify` with the checkout's real paths."""
 
 import os
@@ -12,7 +12,7 @@ from django.conf import settings
 from django.urls import URLResolver, get_resolver
 from django.urls.resolvers import RoutePattern
 
-from config.limits import body_limit
+from foundation.limits import body_limit
 from standins.mailbox import make_self_signed_certificate
 from tests.deploy.conftest import PROJECT
 

@@ -1,4 +1,4 @@
-"""Our MCP server as production runs it (uvicorn serving docs_mcp.asgi, the Procfile's `mcp`), against the
+"""Our MCP server as production runs it (uvicorn serving config.mcp_asgi, the Procfile's `mcp`), against the
 stand-ins of Auth0 and Kapa and a local docs site, spoken to by the SDK's own client over real HTTP."""
 
 import contextlib
@@ -52,7 +52,7 @@ def serve_mcp(upstream_ports, make_httpserver, tmp_path_factory, **settings):
         **settings,
     )
     log = (tmp_path_factory.mktemp("mcp") / "uvicorn.log").open("w")
-    command = [str(PROJECT_DIR / ".venv/bin/uvicorn"), "docs_mcp.asgi:application", "--port", str(port)]
+    command = [str(PROJECT_DIR / ".venv/bin/uvicorn"), "config.mcp_asgi:application", "--port", str(port)]
     process = subprocess.Popen(command, cwd=PROJECT_DIR, env=env, stdout=log, stderr=subprocess.STDOUT)
     try:
         _wait_until_up(f"{base}/healthz", process)

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from config.staff_groups import MANAGERS, SALES
+from foundation.staff_groups import MANAGERS, SALES
 from tests.browser import admin_login
 from tracking import activity
 from tracking.models import TrackedUser

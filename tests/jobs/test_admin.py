@@ -9,7 +9,7 @@ from django.urls import reverse
 from pytest_django.asserts import assertContains, assertRedirects, assertTemplateUsed
 
 import jobs
-from config.staff_groups import MANAGERS, OPERATIONS, SALES
+from foundation.staff_groups import MANAGERS, OPERATIONS, SALES
 from jobs import runtime
 from jobs.models import Job
 

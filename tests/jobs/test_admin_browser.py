@@ -6,7 +6,7 @@ import pytest
 from playwright.sync_api import expect
 
 import jobs
-from config.staff_groups import MANAGERS, OPERATIONS
+from foundation.staff_groups import MANAGERS, OPERATIONS
 from jobs import runtime
 from jobs.models import Job
 from tests.browser import admin_login

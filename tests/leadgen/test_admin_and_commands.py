@@ -10,7 +10,7 @@ from django.core.management.base import CommandError
 from django.utils import timezone
 
 import jobs
-from config.staff_groups import SALES
+from foundation.staff_groups import SALES
 from jobs.models import Job
 from leadgen.models import Lead
 from leadgen.rules import Classification

@@ -9,7 +9,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.utils import timezone
 
-from config.staff_groups import SALES
+from foundation.staff_groups import SALES
 from jobs.models import Job
 from leadgen.ratelimit import prototype_buckets_hold, prototype_buckets_state
 from prototypes.models import Prototype

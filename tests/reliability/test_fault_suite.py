@@ -710,12 +710,12 @@ def kapa_outage_mid_tool_call(run: Run):
 
 
 def start_mcp(env: dict, port: int, base: str):
-    """The MCP process as the Procfile runs it (uvicorn docs_mcp.asgi), up and answering /healthz."""
+    """The MCP process as the Procfile runs it (uvicorn config.mcp_asgi), up and answering /healthz."""
     import subprocess
 
     import requests
 
-    command = [sys.executable, "-m", "uvicorn", "docs_mcp.asgi:application", "--port", str(port)]
+    command = [sys.executable, "-m", "uvicorn", "config.mcp_asgi:application", "--port", str(port)]
     process = subprocess.Popen(command, cwd=settings.BASE_DIR, env=env, stdout=subprocess.DEVNULL)
     ends = time.monotonic() + 60  # a loaded machine
     while time.monotonic() < ends:

@@ -8,8 +8,8 @@ from django.contrib import admin
 from django.contrib.auth.models import Permission
 from django.urls import reverse
 
-from config.exports import SafeCSV
-from config.staff_groups import MANAGERS, OPERATIONS, SALES
+from foundation.exports import SafeCSV
+from foundation.staff_groups import MANAGERS, OPERATIONS, SALES
 from jobs.models import Job
 from leadgen.rules import Classification
 from leadgen.services import lead_create

@@ -11,8 +11,8 @@ from django.db import DataError, ProgrammingError, connection
 from django.utils import timezone
 from structlog.testing import capture_logs
 
-from config.batching import Batches
 from docs_mcp import wrapper
+from foundation.batching import Batches
 from prototypes import stream
 from prototypes.models import Prototype, PrototypeEvent
 from tests.docs_mcp import conftest as docs_mcp_fixtures

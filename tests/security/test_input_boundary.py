@@ -18,7 +18,7 @@ from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.views import APIView
 
 from chat.models import ChatMessage, ChatSession
-from config.limits import JSON_MAX_DEPTH
+from foundation.limits import JSON_MAX_DEPTH
 from leadgen.models import Lead
 from tracking.models import TrackedUser
 

@@ -13,7 +13,7 @@ from django.db import IntegrityError, connection, connections, transaction
 from django.urls import reverse
 
 import jobs
-from config import cache as config_cache
+from foundation import cache as foundation_cache
 from jobs import runtime as job_runtime
 from jobs import services as job_services
 from jobs.breaker import CacheCircuitStorage
@@ -90,14 +90,14 @@ def test_the_lead_throttle_lets_requests_through_when_redis_is_down(client, sett
     settings.RECAPTCHA_SECRET_KEY = ""
     dead = "redis://127.0.0.1:1/0"
     settings.CACHES = {**settings.CACHES, "default": {**settings.CACHES["default"], "LOCATION": dead}}
-    config_cache._redis_client.cache_clear()
+    foundation_cache._redis_client.cache_clear()
     try:
         body = {"firstName": "Ada", "lastName": "L", "email": "ada@example.com", "company": "Acme",
                 "message": "We need help with automation.", "serviceType": "strategic_advice"}  # fmt: skip
         response = client.post("/api/leads", body, content_type="application/json")
         assert response.status_code != 500
     finally:
-        config_cache._redis_client.cache_clear()
+        foundation_cache._redis_client.cache_clear()
 
 
 def test_breaker_counters_are_atomic():

@@ -4,7 +4,7 @@ import pytest
 from django.contrib.auth.models import Group
 from django.urls import reverse
 
-from config.staff_groups import OPERATIONS
+from foundation.staff_groups import OPERATIONS
 from integrations.imap import ImapClient, MailboxSettings
 from jobs import PermanentError
 from jobs.models import Job

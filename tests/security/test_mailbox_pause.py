@@ -3,7 +3,7 @@
 import pytest
 from django.urls import reverse
 
-from config.staff_groups import OPERATIONS
+from foundation.staff_groups import OPERATIONS
 from tracking.models import Mailbox
 
 pytestmark = pytest.mark.django_db

@@ -1,4 +1,4 @@
-"""The MCP server's 30 s of clock skew on `exp`, end to end: uvicorn serving docs_mcp.asgi, real RS256 tokens
+"""The MCP server's 30 s of clock skew on `exp`, end to end: uvicorn serving config.mcp_asgi, real RS256 tokens
 signed by the Auth0 stand-in, plain HTTP requests to /mcp."""
 
 import time

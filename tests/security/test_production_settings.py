@@ -9,7 +9,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import SystemCheckError
 
-from config.checks import ZERO_SETUP_SECRET_KEY, is_production, production_settings_check
+from foundation.checks import ZERO_SETUP_SECRET_KEY, is_production, production_settings_check
 
 ROOT = Path(__file__).resolve().parents[2]
 SAFE = {

@@ -7,7 +7,7 @@ from django.core.cache import cache
 from django.urls import reverse
 from django.utils import timezone
 
-from config.schedules import PERIODIC_TASKS
+from foundation.schedules import PERIODIC_TASKS
 from jobs import runtime as job_runtime
 from tracking import tasks
 

@@ -1,4 +1,4 @@
-"""A client holds a bounded number of streams open at once (config.streams): the prototypes' progress stream
+"""A client holds a bounded number of streams open at once (foundation.streams): the prototypes' progress stream
 per client IP and per lead, the sales chat's answer per IP and per session. Past a cap the open is answered
 429 with Retry-After; a stream that ends, or whose client leaves, gives its slot back; the slots are shared
 by every web process and lapse when the process holding them dies."""

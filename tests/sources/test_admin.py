@@ -6,7 +6,7 @@ import json
 import pytest
 from django.urls import reverse
 
-from config.staff_groups import MANAGERS, OPERATIONS, SALES
+from foundation.staff_groups import MANAGERS, OPERATIONS, SALES
 from leadgen.models import Lead
 from sources.models import InboundRequest, InboundSource
 from standins import platforms as standin

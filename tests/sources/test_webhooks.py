@@ -15,8 +15,8 @@ from pytest_httpserver import HTTPServer
 from werkzeug import Response
 
 from backoffice import dashboard
-from config.limits import body_limit
-from config.staff_groups import OPERATIONS
+from foundation.limits import body_limit
+from foundation.staff_groups import OPERATIONS
 from jobs.models import Job
 from leadgen.models import Lead
 from sources.models import InboundLead, InboundRequest

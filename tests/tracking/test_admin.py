@@ -7,7 +7,7 @@ from django.contrib.auth.models import Group
 from django.urls import reverse
 from pytest_django.asserts import assertContains, assertNotContains
 
-from config.staff_groups import MANAGERS, OPERATIONS, SALES
+from foundation.staff_groups import MANAGERS, OPERATIONS, SALES
 from tests.tracking.support import lead_message
 from tracking.models import Mailbox
 from tracking.parsing import parse_lead_email

@@ -4,7 +4,7 @@ import pytest
 from django.utils import timezone
 from playwright.sync_api import expect
 
-from config.staff_groups import MANAGERS, OPERATIONS, SALES
+from foundation.staff_groups import MANAGERS, OPERATIONS, SALES
 from jobs.models import Job
 from tests.browser import admin_login
 from tracking import activity

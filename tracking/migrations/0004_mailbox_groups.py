@@ -1,6 +1,6 @@
 from django.db import migrations
 
-from config.staff_groups import OPERATIONS, SALES, grant
+from foundation.staff_groups import OPERATIONS, SALES, grant
 
 
 def grant_mailboxes(apps, schema_editor):

@@ -2,7 +2,7 @@
 
 from django.db import migrations
 
-from config.staff_groups import OPERATIONS, grant
+from foundation.staff_groups import OPERATIONS, grant
 
 
 def grant_delivery(apps, schema_editor):

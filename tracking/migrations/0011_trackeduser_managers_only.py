@@ -3,7 +3,7 @@
 
 from django.db import migrations
 
-from config.staff_groups import MANAGERS, OPERATIONS, SALES, grant
+from foundation.staff_groups import MANAGERS, OPERATIONS, SALES, grant
 
 
 def managers_only(apps, schema_editor):

@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand
 
-from config.commands import add_since_argument
 from crm.services import lead_created_replay
+from foundation.commands import add_since_argument
 
 
 class Command(BaseCommand):

@@ -2,11 +2,11 @@ from django.core.management.base import BaseCommand
 from django.db import transaction
 from django_celery_beat.models import CrontabSchedule, IntervalSchedule, PeriodicTask
 
-from config.schedules import PERIODIC_TASKS
+from foundation.schedules import PERIODIC_TASKS
 
 
 class Command(BaseCommand):
-    help = "Create the periodic tasks declared in config/schedules.py that beat does not have yet."
+    help = "Create the periodic tasks declared in foundation/schedules.py that beat does not have yet."
 
     def add_arguments(self, parser):
         parser.add_argument("--reset", action="store_true", help="Also overwrite ones edited in admin.")

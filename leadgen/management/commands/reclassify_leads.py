@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand
 
-from config.commands import add_dry_run_argument, add_since_argument, progress
+from foundation.commands import add_dry_run_argument, add_since_argument, progress
 from leadgen.models import Lead
 from leadgen.services import lead_reclassify
 

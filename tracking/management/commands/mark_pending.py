@@ -2,7 +2,7 @@
 
 from django.core.management.base import BaseCommand
 
-from config.commands import add_dry_run_argument, add_since_argument
+from foundation.commands import add_dry_run_argument, add_since_argument
 from tracking.activity import tracked_users_mark_pending
 from tracking.models import TrackedUser
 

@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from config.commands import add_since_argument
+from foundation.commands import add_since_argument
 from jobs import PermanentError, TransientError
 from tracking.selectors import mailbox_names_active, mailbox_settings
 from tracking.services import mailbox_poll

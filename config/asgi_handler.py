@@ -11,7 +11,7 @@ from django.conf import settings
 from django.core.handlers.asgi import ASGIHandler
 from django.http import HttpResponse
 
-from config.limits import BODY_TOO_SLOW, PAYLOAD_TOO_LARGE, body_limit
+from foundation.limits import BODY_TOO_SLOW, PAYLOAD_TOO_LARGE, body_limit
 
 
 class BodyRefused(Exception):
@@ -108,7 +108,7 @@ class SyncChainASGIHandler(ASGIHandler):
             self.request_threads.give_back(thread)
 
     async def handle(self, scope, receive, send):
-        """Django's handling, with the body bounded by the route's limit (config/limits.py) and
+        """Django's handling, with the body bounded by the route's limit (foundation/limits.py) and
         REQUEST_BODY_TIMEOUT_SECONDS while Django reads it, before it spools it to a file."""
         limit = body_limit(scope.get("path", ""), scope.get("root_path", ""))
         declared = dict(scope.get("headers") or []).get(b"content-length", b"")

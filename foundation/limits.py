@@ -3,7 +3,7 @@
 The web process enforces the limit twice: in daphne while the body arrives
 (config/serve.py: 413 as soon as the limit is passed, before twisted buffers
 the rest, and 408 when the body takes longer than REQUEST_BODY_TIMEOUT_SECONDS),
-and in the ASGI handler (config/handlers.py) for any other ASGI server, before
+and in the ASGI handler (config/asgi_handler.py) for any other ASGI server, before
 Django spools the body to a temporary file. Content-Length is checked first
 when given; a chunked body is counted as it comes.
 
@@ -28,7 +28,7 @@ TOO_MANY_CONNECTIONS = (
 )
 TOO_MANY_CONNECTIONS_RETRY_SECONDS = 5
 # How deep a JSON body may nest (objects and arrays, the outermost counted): every body the API takes is a
-# few levels deep; a deeper one is refused by the parser (config.parsers) before any view or serializer walks it.
+# few levels deep; a deeper one is refused by the parser (foundation.parsers) before any view or serializer walks it.
 JSON_MAX_DEPTH = 32
 
 

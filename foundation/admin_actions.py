@@ -6,13 +6,13 @@ names `allowed_permissions`. Our actions name theirs; django-celery-beat's
 (enable, disable, toggle, run now) and django-axes' (clean up) name none, so a
 view-only user could run a periodic task. Those get "change" here, after every
 admin module is loaded. Likewise an admin that exports django-import-export's
-plain CSV gets config.exports.SafeCSV instead.
+plain CSV gets foundation.exports.SafeCSV instead.
 """
 
 from django.contrib import admin
 from import_export.formats.base_formats import CSV
 
-from config.exports import SafeCSV
+from foundation.exports import SafeCSV
 
 
 class ReadOnlyAdminMixin:

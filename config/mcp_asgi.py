@@ -1,6 +1,6 @@
 """The MCP server's ASGI application, served by uvicorn as its own process (the Procfile's `mcp`).
 
-    uvicorn docs_mcp.asgi:application
+    uvicorn config.mcp_asgi:application
 
 The SDK's streamable HTTP app needs its session manager running, which it
 starts in the ASGI lifespan; daphne implements no lifespan, and bench/mcp

@@ -17,7 +17,7 @@ from django.db import DEFAULT_DB_ALIAS, DatabaseError, connection, connections
 # PostgreSQL's protocol carries at most 65535 parameters per statement.
 MAX_PARAMETERS = 65535
 # Characters PostgreSQL cannot store: NUL (text refuses it, jsonb refuses "\u0000") and unpaired surrogates
-# (no UTF-8 encoding exists for them). Requests holding them are refused (config.parsers, config.middleware);
+# (no UTF-8 encoding exists for them). Requests holding them are refused (foundation.parsers, config.middleware);
 # capture that keeps what it is given removes them (storable_text).
 UNSTORABLE_CHARACTERS = re.compile(r"[\x00\ud800-\udfff]")
 

@@ -3,7 +3,7 @@
 Every JSON body is read by JSONParser (DRF's DEFAULT_PARSER_CLASSES, and
 `json_body` for the views outside DRF); paths, queries and headers are
 checked with the same `text_refusal` (config.middleware). Its own module:
-DRF imports the parser while config.api is still importing DRF.
+DRF imports the parser while foundation.api is still importing DRF.
 """
 
 import io
@@ -12,14 +12,14 @@ from collections import deque
 from rest_framework import exceptions, parsers
 from rest_framework.exceptions import ErrorDetail
 
-from config.db import UNSTORABLE_CHARACTERS
-from config.limits import JSON_MAX_DEPTH
+from foundation.db import UNSTORABLE_CHARACTERS
+from foundation.limits import JSON_MAX_DEPTH
 
 TOO_DEEP = f"JSON nested more than {JSON_MAX_DEPTH} levels deep."
 
 
 def text_refusal(text: str) -> ErrorDetail | None:
-    """Why `text` is refused, when it holds characters PostgreSQL cannot store (config.db); None when it is fine."""
+    """Why `text` is refused, when it holds characters PostgreSQL cannot store (foundation.db); None when it is fine."""
     found = UNSTORABLE_CHARACTERS.search(text)
     if found is None:
         return None

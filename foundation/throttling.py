@@ -8,7 +8,7 @@ Here a request is one INCR of a counter named after the client and the
 current window, with its expiry, in one pipelined round trip to Redis:
 parallel requests get distinct counts and exactly the allowed number pass.
 
-Clients are counted per config.client_ip bucket (the address our trusted
+Clients are counted per foundation.client_ip bucket (the address our trusted
 proxies saw; an IPv6 client per /64). When the cache is unreachable the
 throttle lets the request through and logs a warning: an outage of Redis must
 not turn every public request into a 500.
@@ -26,8 +26,8 @@ from redis.exceptions import RedisError
 from rest_framework.throttling import ScopedRateThrottle as DrfScopedRateThrottle
 from rest_framework.throttling import SimpleRateThrottle
 
-from config.cache import counters_incr
-from config.client_ip import client_ip_bucket
+from foundation.cache import counters_incr
+from foundation.client_ip import client_ip_bucket
 
 logger = structlog.get_logger(__name__)
 

@@ -1,6 +1,6 @@
 """How many streams a client may hold open at once: the prototypes' progress stream and the sales chat's answer.
 
-Opening a stream is rate limited (config.throttling), but a stream lives for
+Opening a stream is rate limited (foundation.throttling), but a stream lives for
 minutes (a progress stream up to PROTOTYPES_STREAM_MAX_SECONDS), so a client
 opening at the allowed rate would hold hundreds. A stream takes a slot under
 each of its keys (its client's IP bucket; its lead, its chat session) before it
@@ -33,9 +33,9 @@ from django.core.cache import cache
 from django.http import JsonResponse
 from redis.exceptions import RedisError
 
-from config.api import error_body
-from config.batching import Batches
-from config.cache import shared_redis
+from foundation.api import error_body
+from foundation.batching import Batches
+from foundation.cache import shared_redis
 
 logger = structlog.get_logger(__name__)
 
@@ -134,7 +134,7 @@ def too_many_streams() -> JsonResponse:
 async def held_while_sent(content, lease: Lease):
     """`content`, a streaming response's body, with `lease` renewed while it is sent and given back when it
     ends: after its last chunk, when Django cancels or closes it because the client left, or on an error.
-    The release survives a cancellation: it runs in a batch of its own (config.batching)."""
+    The release survives a cancellation: it runs in a batch of its own (foundation.batching)."""
     _held.add(lease)
     try:
         async with contextlib.aclosing(content) as body:  # its own clean-up runs before ours
