@@ -12,7 +12,7 @@ PIP := $(BIN)/python -m pip --disable-pip-version-check
 PORT ?= 8000
 PYTEST_ARGS ?=
 
-.PHONY: help .venv install install-dev install-bench run test lint bench-jobs bench-intake bench-sources bench-redaction bench-imap bench-imap-hostile bench-sync bench-backoffice bench-blog bench-chat bench-mcp bench-sse bench-scale bench-privacy reliability cluster-test clean
+.PHONY: help .venv install install-dev install-bench run test lint bench bench-jobs bench-intake bench-sources bench-redaction bench-imap bench-imap-hostile bench-sync bench-backoffice bench-blog bench-chat bench-mcp bench-sse bench-scale bench-privacy reliability cluster-test clean
 
 help:
 	@echo "make install      runtime venv (.venv, requirements.txt)"
@@ -20,6 +20,7 @@ help:
 	@echo "make run          local PostgreSQL + Redis under var/, stand-ins, demo office, every process on http://127.0.0.1:$(PORT)/"
 	@echo "make test         ruff, system packages, pytest with throwaway PostgreSQL + Redis (PYTEST_ARGS=...)"
 	@echo "make lint         ruff, import-linter contracts, deptry"
+	@echo "make bench        every benchmark in turn, then one table of figures, baselines and targets in bench/README.md (QUICK=1: smallest sizes, table printed only)"
 	@echo "make bench-jobs   jobs benchmark with throwaway PostgreSQL + Redis"
 	@echo "make bench-intake POST /api/leads vs a bare insert on daphne, throwaway PostgreSQL + Redis"
 	@echo "make bench-sources  signed generic-JSON webhooks to leads vs POST /api/leads on daphne, throwaway PostgreSQL + Redis"
@@ -30,7 +31,7 @@ help:
 	@echo "make bench-sse    1,000 prototype progress streams on one daphne vs a bare async relay"
 	@echo "make bench-scale  1 web process vs 2 behind nginx (intake, prototype streams), and nginx vs straight"
 	@echo "make bench-backoffice  admin dashboard and lists on 100,000 leads/tasks, 1,000,000 jobs vs stock changelists"
-	@echo "make bench-chat   200 chats through the relay on daphne vs a direct WebSocket client of the same fake agent"
+	@echo "make bench-chat   200 chats through the relay on daphne vs the floor (a minimal relay view) and a direct WebSocket client; 20 chats/s open loop for 60 s; 2 web processes vs 1"
 	@echo "make bench-mcp    search_docs calls through our MCP server vs the bare SDK server, 50 clients"
 	@echo "make bench-blog   GET /api/posts on a warm cache vs a bare view, and a 500-request cold burst, on daphne + Redis"
 	@echo "make bench-privacy  export and erasure of a person with 10,000 timeline events and 1,000 jobs, among 1,000,000 jobs"
@@ -76,6 +77,11 @@ test: install-dev
 # The baselines and load tools the benchmarks compare against.
 install-bench: install-dev
 	$(PIP) install -r requirements-bench.txt
+
+# Each benchmark as its own target runs it, one after another; QUICK=1 for the smallest sizes.
+bench: install-bench
+	scripts/install-system-deps
+	$(BIN)/python bench/all.py $(if $(QUICK),--quick)
 
 bench-jobs: install-dev
 	scripts/install-system-deps

@@ -1,6 +1,6 @@
 """The dashboard's figures, put together from each app's selectors and the job layer.
 
-This module sits above the domain apps (it reads leadgen, crm, tracking, prototypes and chat)
+This module sits above the domain apps (it reads leadgen, crm, tracking, docs_users, prototypes and chat)
 and computes nothing itself beyond arranging their counts. Every figure takes
 the stores it covers (`store_ids`, None for every store); the caller applies
 store-level isolation once (stores.scoping). Days are calendar days in the
@@ -18,6 +18,7 @@ from django_celery_beat.models import PeriodicTask
 import jobs
 from chat import selectors as chat_selectors
 from crm import selectors as crm_selectors
+from docs_users import selectors as docs_users_selectors
 from foundation.schedules import PERIODIC_TASKS
 from leadgen import selectors as lead_selectors
 from prototypes import selectors as prototype_selectors
@@ -88,7 +89,7 @@ def leads_per_day(*, period: Period, store_ids=None, rows: list[dict] | None = N
         by_channel[row["channel"]][index[row["day"]]] += row["count"]
         by_status[row["status"]][index[row["day"]]] += row["count"]
     if store_ids is None:
-        for row in tracking_selectors.tracked_users_per_day_counts(start=period.start, end=period.end):
+        for row in docs_users_selectors.tracked_users_per_day_counts(start=period.start, end=period.end):
             by_channel[MCP_DOCS_CHANNEL][index[row["day"]]] += row["count"]
     else:
         del by_channel[MCP_DOCS_CHANNEL]

@@ -3,13 +3,19 @@
 Each `bench/<name>/run.py` puts the project root on `sys.path` and sets
 DJANGO_SETTINGS_MODULE itself (it runs as a script), then imports this module;
 the functions that need Django import it when called, after `django.setup()`.
+Importing a script starts nothing and reads no arguments: its `main()` does,
+run by `run()` under `if __name__ == "__main__"`.
+
+- `run()`: a script's `main()`, its result the exit status, a `BenchError` exit status 2.
+- `percentile()`: a quantile of sorted figures.
 
 - `check_services()`: REDIS_URL and CELERY_BROKER_URL are Redis URLs, as `scripts/with-services` sets them.
 - `start_process()` / `stop_process()`: a server or worker in its own session
   (so it and its children form one process group), output to a log file in the
   bench's `out/`, stopped with SIGTERM then SIGKILL for the whole group.
 - `free_port()` / `wait_http()`: a port for a server to start on, and waiting until it answers there.
-- `start_nginx()`: nginx in the foreground with the site of deploy/nginx/leadgen.conf in front of a web socket.
+- `start_nginx()`: nginx in the foreground with the site of deploy/nginx/leadgen.conf in front of a web socket
+  (configured by `standins.nginx`, as the deploy tests configure it).
 - `celery_worker_command()`: the worker every bench runs, quiet and alone.
 - `CpuMeter`: CPU seconds per part (this process, each started process group,
   PostgreSQL, Redis) read from /proc, and the rest of the machine, which on a
@@ -33,11 +39,33 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 
+from standins import nginx
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
 class BenchError(Exception):
     """The bench cannot run or a check failed: the scripts exit with status 2."""
+
+
+def run(main, name):
+    """What every script does under `if __name__ == "__main__"`: `main()`'s return value is the exit status
+    (None is 0), a BenchError is printed and exits with status 2."""
+    try:
+        sys.exit(main())
+    except BenchError as exc:
+        print(f"bench/{name}: {exc}", file=sys.stderr)
+        sys.exit(2)
+
+
+def percentile(sorted_values, q):
+    """The `q` quantile (0..1) of values sorted ascending, interpolated linearly; None for none."""
+    if not sorted_values:
+        return None
+    k = (len(sorted_values) - 1) * q
+    lo = int(k)
+    hi = min(lo + 1, len(sorted_values) - 1)
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (k - lo)
 
 
 def check_services():
@@ -106,47 +134,31 @@ def free_ports(count: int) -> list[int]:
             sock.close()
 
 
-def wait_http(process, url, timeout=60.0):
-    """Until the server `process` started answers `url` (any HTTP status counts); BenchError if it exits first."""
+def wait_http(process, url, timeout=60.0, *, status=None):
+    """Until the server `process` started answers `url` (any HTTP status counts, or only `status` when given);
+    BenchError if it exits first or does not answer within `timeout` seconds."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         check_alive(process)
         try:
-            with urllib.request.urlopen(url, timeout=2):
-                return
-        except urllib.error.HTTPError:
-            return  # it answers
+            with urllib.request.urlopen(url, timeout=2) as response:
+                if status in (None, response.status):
+                    return
+        except urllib.error.HTTPError as error:
+            if status is None:
+                return  # it answers
+            error.close()
         except OSError:
-            time.sleep(0.2)
-    raise BenchError(f"{process.name} did not answer at {url}")
+            pass
+        time.sleep(0.2)
+    raise BenchError(f"{process.name} did not answer at {url} within {timeout}s:\n{log_tail(process)}")
 
 
 def start_nginx(name, *, web, out_dir, worker_connections=4096):
     """nginx in the foreground with the site deploy/render.py renders for the web socket `web` (HOST:PORT), on
-    a free port, in a prefix of its own under `out_dir` (main config as Debian's gives a site); (process, URL)."""
-    prefix, port = out_dir / name, free_port()
-    (prefix / "static").mkdir(parents=True, exist_ok=True)
-    subprocess.run(
-        [sys.executable, str(ROOT / "deploy/render.py"), str(prefix / "out"), "--server-name", "localhost",
-         "--listen", f"127.0.0.1:{port}", "--web", web, "--static-root", str(prefix / "static")],
-        check=True, capture_output=True,
-    )  # fmt: skip
-    kinds = ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
-    temp = "\n".join(f"    {kind}_temp_path {prefix / kind};" for kind in kinds)
-    (prefix / "nginx.conf").write_text(f"""{"user root;" if os.geteuid() == 0 else ""}
-worker_processes 1;
-pid {prefix / "nginx.pid"};
-error_log stderr warn;
-events {{ worker_connections {worker_connections}; }}
-http {{
-    include /etc/nginx/mime.types;
-    default_type application/octet-stream;
-    access_log off;
-{temp}
-    include {prefix / "out/nginx/leadgen.conf"};
-}}
-""")
-    command = ["nginx", "-e", "stderr", "-p", str(prefix), "-c", str(prefix / "nginx.conf"), "-g", "daemon off;"]
+    a free port, in a prefix of its own under `out_dir` (standins.nginx); (process, URL)."""
+    port = free_port()
+    command = nginx.configure(out_dir / name, port=port, web=web, worker_connections=worker_connections)
     return start_process(name, command, env=dict(os.environ), out_dir=out_dir), f"http://127.0.0.1:{port}"
 
 

@@ -32,6 +32,7 @@ import redis
 import structlog
 from django.conf import settings
 from django.core.cache import cache
+from django.utils.http import parse_etags
 
 logger = structlog.get_logger(__name__)
 
@@ -60,6 +61,13 @@ class Entry:
     headers: tuple[tuple[str, str], ...]
     etag: str
     stored_at: float  # time.time()
+
+    def matches(self, if_none_match: str | None) -> bool:
+        """Whether a request's If-None-Match names this entry (the weak comparison GET uses)."""
+        if not if_none_match:
+            return False
+        tags = parse_etags(if_none_match)
+        return "*" in tags or self.etag in tags or f"W/{self.etag}" in tags
 
 
 @dataclass(frozen=True)

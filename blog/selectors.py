@@ -79,10 +79,6 @@ class CacheOverview:
     stale_seconds: int
 
 
-def cache_generation() -> int:
-    return posts_cache.current_generation()
-
-
 def cache_overview() -> CacheOverview:
     return CacheOverview(
         configured=blog_configured(),

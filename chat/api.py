@@ -35,7 +35,7 @@ from foundation.parsers import json_body
 from foundation.secrets import InvalidSecret, trusted_chat_client
 from foundation.streams import held_while_sent, slots_release, too_many_streams
 from foundation.throttling import ScopedRateThrottle
-from integrations import agent
+from integrations.agent import client as agent
 
 WIDGET_TOKEN_SALT = "chat.widget"
 WIDGET_TOKEN_HEADER = "X-Chat-Widget-Token"

@@ -32,7 +32,7 @@ import structlog
 from chat import services
 from chat.models import ChatMessage
 from foundation.batching import Batches
-from integrations.agent import AgentClient
+from integrations.agent.client import AgentClient
 from jobs import PermanentError, TransientError
 
 logger = structlog.get_logger(__name__)

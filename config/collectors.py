@@ -1,7 +1,7 @@
 """What /metrics reads when scraped: the state every process shares, read once per scrape from the database
 and the cache rather than counted by each process (config/metrics.py has the per-process counters and the
-view). Wiring, like config/health.py: it reads the job layer and email lead tracking through their public
-reads, one query or cache round trip per family.
+view). Wiring, like config/health.py: it reads the job layer, email lead tracking and the docs users through
+their public reads, one query or cache round trip per family.
 """
 
 import math
@@ -11,6 +11,7 @@ from prometheus_client.core import GaugeMetricFamily
 
 import jobs
 from config.metrics import metrics_view
+from docs_users import selectors as docs_users_selectors
 from tracking import selectors as tracking_selectors
 
 JOB_STATUSES = ("pending", "running", "dead")
@@ -60,7 +61,7 @@ def mailbox_families():
 
 
 def crm_sync_families():
-    at = tracking_selectors.crm_sync_last_succeeded_at()
+    at = docs_users_selectors.crm_sync_last_succeeded_at()
     return [
         GaugeMetricFamily(
             "leadgen_crm_sync_last_success_timestamp_seconds",

@@ -57,6 +57,7 @@ INSTALLED_APPS = [
     "stores",
     "leadgen",
     "tracking",
+    "docs_users",
     "docs_mcp",
     "crm",
     "prototypes",
@@ -343,11 +344,8 @@ IMAP_TIMEOUT_SECONDS = env.float("IMAP_TIMEOUT_SECONDS", default=30.0)
 IMAP_FETCH_BATCH = env.int("IMAP_FETCH_BATCH", default=100)
 IMAP_POLL_SECONDS = env.int("IMAP_POLL_SECONDS", default=300)
 IMAP_POLL_TIME_BUDGET_SECONDS = env.int("IMAP_POLL_TIME_BUDGET_SECONDS", default=JOBS_TIME_BUDGET_SECONDS)
-IMAP_POLL_MAX_ATTEMPTS = env.int("IMAP_POLL_MAX_ATTEMPTS", default=3)
-STORE_MAPPING_CACHE_SECONDS = env.int("STORE_MAPPING_CACHE_SECONDS", default=300)
 LEAD_WRITE_BREAKER_FAIL_MAX = env.int("LEAD_WRITE_BREAKER_FAIL_MAX", default=5)
 LEAD_WRITE_BREAKER_RESET_SECONDS = env.int("LEAD_WRITE_BREAKER_RESET_SECONDS", default=900)
-LEAD_RETRY_MAX_ATTEMPTS = env.int("LEAD_RETRY_MAX_ATTEMPTS", default=3)
 LEAD_RETRY_DELAY_SECONDS = env.int("LEAD_RETRY_DELAY_SECONDS", default=120)
 LEAD_OUTREACH_SLA_MINUTES = env.int("LEAD_OUTREACH_SLA_MINUTES", default=5)
 # Leads of the web form, chat and platforms join their contact and open an outreach task (off: only email leads).
@@ -360,7 +358,7 @@ SHARED_POOL_QUIET_HOURS_END = time.fromisoformat(env.str("SHARED_POOL_QUIET_HOUR
 TASK_ESCALATION_CHECK_SECONDS = env.int("TASK_ESCALATION_CHECK_SECONDS", default=60)
 SHARED_POOL_REASSIGN_OVERDUE = env.bool("SHARED_POOL_REASSIGN_OVERDUE", default=False)
 
-# --- First-party capture and CRM delivery (tracking/, integrations/kapa/, integrations/crm_webhook/) ---
+# --- First-party capture and CRM delivery (docs_users/, integrations/kapa/, integrations/profile_webhook/) ---
 CRM_WEBHOOK_URL = env.str("CRM_WEBHOOK_URL", default="")  # empty: profile delivery is off
 CRM_SIGNING_SECRET = env.str("CRM_SIGNING_SECRET", default="")  # whsec_<base64>; empty: unsigned
 KAPA_API_URL = env.str("KAPA_API_URL", default="https://api.kapa.ai")
@@ -385,13 +383,12 @@ TRACKING_SYNC_SHARDS = env.int("TRACKING_SYNC_SHARDS", default=2)
 TRACKING_SYNC_BATCH = env.int("TRACKING_SYNC_BATCH", default=500)
 # One sync job stops taking users after this long and queues its continuation; below the job lease.
 TRACKING_SYNC_TIME_BUDGET_SECONDS = env.int("TRACKING_SYNC_TIME_BUDGET_SECONDS", default=JOBS_TIME_BUDGET_SECONDS)
-TRACKING_DELIVERY_MAX_ATTEMPTS = env.int("TRACKING_DELIVERY_MAX_ATTEMPTS", default=8)
 # The sync runs 2 threads per call in flight, each with its own database connection, plus the job's own.
 _database_pool = _database_options.get("pool")
 if _database_pool and _database_pool["max_size"] < 2 * TRACKING_SYNC_CONCURRENCY + 2:
     raise ImproperlyConfigured("DATABASE_POOL_MAX_SIZE must be at least 2 × TRACKING_SYNC_CONCURRENCY + 2")
 
-# --- Docs-site login through Auth0 (tracking/docs_auth.py, integrations/auth0/) ------
+# --- Docs-site login through Auth0 (docs_users/docs_auth.py, integrations/auth0/) ------
 # The login answers 404 until all three are set. The domain is the tenant's (or its custom domain);
 # a full http(s)://host:port URL is accepted too, for a local provider.
 AUTH0_DOMAIN = env.str("AUTH0_DOMAIN", default="")  # e.g. example.eu.auth0.com
@@ -412,10 +409,7 @@ V0_STREAM_IDLE_SECONDS = env.float("V0_STREAM_IDLE_SECONDS", default=120.0)  # s
 PROTOTYPES_CHECK_SECONDS = env.int("PROTOTYPES_CHECK_SECONDS", default=120)  # between processor checks
 PROTOTYPES_CHECK_CONCURRENCY = env.int("PROTOTYPES_CHECK_CONCURRENCY", default=5)  # across all workers
 PROTOTYPES_STALE_SECONDS = env.int("PROTOTYPES_STALE_SECONDS", default=15 * 60)
-PROTOTYPES_MAX_CONTINUE_ATTEMPTS = env.int("PROTOTYPES_MAX_CONTINUE_ATTEMPTS", default=3)
-PROTOTYPES_MAX_RECOVERY_ATTEMPTS = env.int("PROTOTYPES_MAX_RECOVERY_ATTEMPTS", default=3)
 PROTOTYPES_STREAM_HEARTBEAT_SECONDS = env.float("PROTOTYPES_STREAM_HEARTBEAT_SECONDS", default=15.0)
-PROTOTYPES_STREAM_POLL_SECONDS = env.float("PROTOTYPES_STREAM_POLL_SECONDS", default=1.0)  # event-log poll
 PROTOTYPES_STREAM_MAX_SECONDS = env.int("PROTOTYPES_STREAM_MAX_SECONDS", default=30 * 60)  # then the browser reconnects
 PROTOTYPES_STREAM_RATE = env.str("PROTOTYPES_STREAM_RATE", default="60/min")  # stream opens per client IP
 # --- Inbound lead sources: signed webhooks of ad and form platforms (sources/, integrations/facebook/) ---

@@ -15,7 +15,7 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("admin/", admin.site.urls),
-    path("", include("tracking.urls")),
+    path("", include("docs_users.urls")),
     path("", include("leadgen.urls")),
     path("", include("prototypes.urls")),
     path("", include("chat.urls")),

@@ -25,8 +25,6 @@ from prototypes import selectors as prototype_selectors
 from stores.models import validate_timezone
 from stores.scoping import StoreListFilter, StoreScopedAdminMixin, sees_every_store, store_ids_for, stores_visible
 
-WORK_QUEUE_LIMIT = 200
-
 
 class ContactResource(resources.ModelResource):
     class Meta:
@@ -117,7 +115,7 @@ class ContactAdmin(ContactMergeAdminMixin, StoreScopedAdminMixin, ExportMixin, a
             )
             context["timeline_limit"] = selectors.TIMELINE_LIMIT
             context["can_view_tasks"] = user.has_perm("crm.view_task")
-            context["can_view_tracked_users"] = user.has_perm("tracking.view_trackeduser")
+            context["can_view_tracked_users"] = user.has_perm("docs_users.view_trackeduser")
         return super().render_change_form(request, context, add=add, change=change, form_url=form_url, obj=obj)
 
     @admin.display(description="lead source")
@@ -287,23 +285,17 @@ class TaskAdmin(StoreScopedAdminMixin, ExportMixin, admin.ModelAdmin):
     def work_queue_view(self, request):
         if not self.has_view_permission(request):
             raise PermissionDenied
-        view = "due_soon" if request.GET.get("view") == "due_soon" else "mine"
-        store_ids = store_ids_for(request.user)
-        tasks = (
-            selectors.tasks_due_soon(store_ids=store_ids)
-            if view == "due_soon"
-            else selectors.tasks_mine(user=request.user, store_ids=store_ids)
-        )
-        rows = list(tasks[: WORK_QUEUE_LIMIT + 1])
+        queue = selectors.work_queue(user=request.user, store_ids=store_ids_for(request.user),
+                                     view=request.GET.get("view"))  # fmt: skip
         context = {
             **self.admin_site.each_context(request),
-            "title": "Due soon" if view == "due_soon" else "My tasks",
+            "title": queue.title,
             "opts": self.model._meta,
-            "view": view,
-            "tasks": rows[:WORK_QUEUE_LIMIT],
-            "truncated": len(rows) > WORK_QUEUE_LIMIT,
-            "limit": WORK_QUEUE_LIMIT,
-            "now": timezone.now(),
+            "view": queue.view,
+            "tasks": queue.tasks,
+            "truncated": queue.truncated,
+            "limit": queue.limit,
+            "now": queue.now,
             "can_act": self.has_change_permission(request),
             "snooze_choices": TaskActionForm.base_fields["snooze"].choices,
         }

@@ -3,7 +3,7 @@
 from django.db import DatabaseError
 
 from crm import escalation, services
-from crm.events import LEAD_CREATED
+from crm.intake import LEAD_CREATED
 from foundation.db import describe_db_error
 from jobs import PermanentError, TransientError, handler
 from leadgen.selectors import LeadNotFound

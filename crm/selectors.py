@@ -262,6 +262,35 @@ def _queue(queryset):
     return queryset.select_related("contact", "store", "assigned_to").order_by("due_at")
 
 
+WORK_QUEUE_LIMIT = 200  # tasks one tab shows; the task list has them all
+WORK_QUEUE_TITLES = {"mine": "My tasks", "due_soon": "Due soon"}
+
+
+@dataclass(frozen=True)
+class WorkQueue:
+    view: str  # a key of WORK_QUEUE_TITLES
+    title: str
+    tasks: list[Task]  # the WORK_QUEUE_LIMIT soonest due
+    truncated: bool  # more are pending than shown
+    limit: int
+    now: datetime  # the instant "due soon" and "overdue" are measured from
+
+
+def work_queue(*, user, store_ids, view: str | None, now: datetime | None = None) -> WorkQueue:
+    """One tab of the sales work queue: "due_soon" (tasks_due_soon), else "mine" (tasks_mine)."""
+    now = now or timezone.now()
+    view = "due_soon" if view == "due_soon" else "mine"
+    if view == "due_soon":
+        tasks = tasks_due_soon(store_ids=store_ids, now=now)
+    else:
+        tasks = tasks_mine(user=user, store_ids=store_ids)
+    rows = list(tasks[: WORK_QUEUE_LIMIT + 1])
+    return WorkQueue(
+        view=view, title=WORK_QUEUE_TITLES[view], tasks=rows[:WORK_QUEUE_LIMIT],
+        truncated=len(rows) > WORK_QUEUE_LIMIT, limit=WORK_QUEUE_LIMIT, now=now,
+    )  # fmt: skip
+
+
 # --- likely duplicates ---------------------------------------------------------------------------
 
 DUPLICATES_LIMIT = 200

@@ -14,8 +14,8 @@ from django.utils import timezone
 
 from chat import selectors as chat_selectors
 from crm.assignment import task_owner_pick
-from crm.events import lead_created_emit, lead_created_missing_fields
 from crm.identity import Person, contact_resolve, email_key, phone_key
+from crm.intake import lead_created_emit, lead_created_missing_fields
 from crm.models import Contact, Task, TimelineEvent
 from crm.sla import outreach_due_at
 from foundation.db import insert_many_on_conflict, insert_on_conflict

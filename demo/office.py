@@ -22,8 +22,8 @@ from faker import Faker
 from chat.models import ChatMessage, ChatSession
 from crm.assignment import rep_on_shift
 from crm.escalation import ALERT_KIND, TASK_ESCALATED_EVENT
-from crm.events import LEAD_CREATED, lead_created_key
 from crm.identity import email_key, phone_key
+from crm.intake import LEAD_CREATED, lead_created_key
 from crm.models import Contact, Task, TimelineEvent
 from crm.services import (
     CHAT_LINKED_EVENT,
@@ -37,20 +37,20 @@ from crm.services import (
 from crm.sla import outreach_due_at
 from demo import texts
 from demo.staff import STAFF, STORES, Staff
+from docs_users.activity import company_from_email
+from docs_users.models import TrackedUser
 from jobs.kinds import DEAD_ALERT_KIND
 from jobs.models import Job, JobAttempt
 from leadgen.consent import CONSENT_TEXT, CONSENT_VERSION
 from leadgen.models import Lead
 from leadgen.rules import classify_by_rules
 from leadgen.services import LEAD_ARRIVED, status_for
-from prototypes import services as prototype_services
+from prototypes import processor as prototype_processor
 from prototypes.models import Prototype, PrototypeEvent
 from sources.models import InboundLead, InboundRequest
 from sources.services import FETCH_KIND, fetch_key
-from tracking.activity import company_from_email
-from tracking.models import TrackedUser
 from tracking.parsing import parse_lead_email
-from tracking.services import LEAD_RETRY_KIND
+from tracking.services import LEAD_RETRY_KIND, LEAD_RETRY_MAX_ATTEMPTS
 
 SEED = 20260
 DAYS = 90
@@ -478,10 +478,10 @@ class Office:
                 title = texts.PROTOTYPE_TITLES[lead.service_type].format(company=company)
                 prototype.title, prototype.started_at, prototype.generating_since = title, at, at
                 prototype.chat_id, prototype.message_id = self.token(11), self.token(11)
-                log.append(("progress", {"state": "generating", "status": prototype_services.STARTING,
+                log.append(("progress", {"state": "generating", "status": prototype_processor.STARTING,
                                          "title": "", "step": 0}, at))  # fmt: skip
                 at += self.minutes(0.05, 0.3)
-                log.append(("progress", {"state": "generating", "status": prototype_services.CHAT_CREATED,
+                log.append(("progress", {"state": "generating", "status": prototype_processor.CHAT_CREATED,
                                          "title": "", "step": 0}, at))  # fmt: skip
                 finished = state in Prototype.TERMINAL
                 for step, status in enumerate(texts.PROTOTYPE_STEPS[: self.rng.randint(3, 5) if finished else 2], 1):
@@ -499,7 +499,7 @@ class Office:
                     "permanent: v0: HTTP 400", "V0 refused the request (content filter)",
                     "the generation stopped making progress after 3 recoveries",
                 ])  # fmt: skip
-                log.append(("error", {"state": state, "message": prototype_services.VISITOR_FAILED}, at))
+                log.append(("error", {"state": state, "message": prototype_processor.VISITOR_FAILED}, at))
             elif state == "interrupted":
                 prototype.continue_attempts = 1
             elif state == "stale":
@@ -727,12 +727,12 @@ class Office:
     def prototype_jobs(self, prototype: Prototype) -> None:
         every = timedelta(seconds=settings.PROTOTYPES_CHECK_SECONDS)
         for number in range(1, prototype.checks + 1):
-            key = f"{prototype_services.CHECK_KIND}:{prototype.pk}:{number}"
-            self.job(prototype_services.CHECK_KIND, key, prototype.created_at + every * number,
+            key = f"{prototype_processor.CHECK_KIND}:{prototype.pk}:{number}"
+            self.job(prototype_processor.CHECK_KIND, key, prototype.created_at + every * number,
                      {"prototype_id": prototype.pk, "check": number})  # fmt: skip
-        kinds = {"completed": (prototype_services.READY_NOTE_KIND, prototype_services.READY_ALERT_KIND,
-                               prototype_services.READY_EMAIL_KIND),
-                 "failed": (prototype_services.FAILED_ALERT_KIND,)}.get(prototype.state, ())  # fmt: skip
+        kinds = {"completed": (prototype_processor.READY_NOTE_KIND, prototype_processor.READY_ALERT_KIND,
+                                prototype_processor.READY_EMAIL_KIND),
+                 "failed": (prototype_processor.FAILED_ALERT_KIND,)}.get(prototype.state, ())  # fmt: skip
         for kind in kinds:
             self.job(kind, f"{kind}:{prototype.pk}", prototype.finished_at, {"prototype_id": prototype.pk})
 
@@ -751,7 +751,7 @@ class Office:
         self.dead_job(LEAD_RETRY_KIND, f"{LEAD_RETRY_KIND}:{source}", at + timedelta(seconds=30),
                       {"lead": parsed.to_json(), "source": source}, store=store,
                       error="transient: lead write failed: OperationalError (SQLSTATE 57P01)",
-                      max_attempts=settings.LEAD_RETRY_MAX_ATTEMPTS)  # fmt: skip
+                      max_attempts=LEAD_RETRY_MAX_ATTEMPTS)  # fmt: skip
 
     def job(self, kind, key, at, payload, *, store=None, status=Job.Status.SUCCEEDED, error="", max_attempts=None,
             keep=True) -> Job:  # fmt: skip

@@ -47,9 +47,9 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
 from docs_mcp.threads import in_worker
+from docs_users import activity
 from foundation.batching import Batches
 from foundation.throttling import parse_rate
-from tracking import activity
 
 logger = structlog.get_logger(__name__)
 

@@ -25,7 +25,7 @@ does the protocol: Auth0 login (authlib, over requests) and email (anymail's
 Mailgun backend, over requests). They map their library's errors to the same two
 kinds (integrations/auth0/client.py, integrations/mail.py) and log failures with
 host and path as here (`log_failed_call`). The sales agent's streams are async
-(integrations/agent: websockets, httpx) and keep the same mapping and host-and-path
+(integrations/agent: aiohttp) and keep the same mapping and host-and-path
 logging with their own events.
 """
 

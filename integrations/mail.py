@@ -5,6 +5,9 @@ HttpClient logs one (host and path). Error texts keep the status code only:
 anymail's own message quotes the API response, which may contain recipient
 addresses.
 
+The dead-job alert (jobs.DEAD_ALERT_KIND) is handled here: the job layer
+says what it is, and sending is this module's.
+
 `send_message_once` is what job handlers use: the message gets a Message-ID
 derived from the job key, so every attempt sends the same message; its send is
 recorded as a job step the moment it returns, so a job re-run after a later
@@ -21,8 +24,8 @@ from django.core.mail import EmailMessage
 from django.core.mail.utils import DNS_NAME
 
 import jobs
-from integrations import mailgun
 from integrations.http import is_transient_status, log_failed_call
+from integrations.mailgun import client as mailgun
 from jobs import PermanentError, TransientError
 
 EMAIL_STEP = "email"
@@ -48,6 +51,11 @@ def send_message_once(job, message: EmailMessage) -> str:
 
     jobs.step_once(job, EMAIL_STEP, send)
     return message_id
+
+
+@jobs.handler(jobs.DEAD_ALERT_KIND)
+def dead_alert(job):
+    send_message_once(job, jobs.dead_alert_message(job))
 
 
 def send_message(message: EmailMessage) -> None:

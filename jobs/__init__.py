@@ -11,10 +11,12 @@ models can be.
 """
 
 from jobs.errors import PermanentError, SkipJob, TransientError
+from jobs.kinds import DEAD_ALERT_KIND
 from jobs.registry import handler, registered_kinds
 from jobs.spec import JobSpec
 
 __all__ = [
+    "DEAD_ALERT_KIND",
     "JobSpec",
     "PermanentError",
     "SkipJob",
@@ -22,6 +24,7 @@ __all__ = [
     "circuit_breaker",
     "circuit_opened_at",
     "circuit_state",
+    "dead_alert_message",
     "dead_count",
     "discard",
     "enqueue",
@@ -148,6 +151,15 @@ def step_once(job, step: str, perform):
     result = perform() or {}
     job_step_record(job=job, step=step, result=result)
     return result
+
+
+def dead_alert_message(job):
+    """The email that alert `job` (DEAD_ALERT_KIND) sends about its dead job; SkipJob while OPS_ALERT_EMAILS is empty.
+
+    The job layer says what the alert is; integrations.mail, which owns sending, handles the kind."""
+    from jobs.alerts import dead_alert_message as message
+
+    return message(job)
 
 
 def keep_payload_on_success(job, payload: dict) -> None:

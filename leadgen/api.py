@@ -15,7 +15,7 @@ from foundation.api import PayloadTooLarge, error_body
 from foundation.client_ip import USER_IP_SCHEMA, reported_user_ip, visitor_ip
 from foundation.secrets import trusted_chat_client
 from foundation.throttling import ScopedRateThrottle
-from leadgen import selectors, services
+from leadgen import intake, selectors
 from leadgen.idempotency import (
     IdempotencyConflict,
     Replay,
@@ -148,7 +148,7 @@ class LeadCreateView(APIView):
         header_session_id = chat_session_header(request)  # checked even when the body names the session
         chat_session_id = fields.pop("sessionId", "") or header_session_id
         try:
-            lead = services.lead_intake(
+            lead = intake.lead_intake(
                 fields=fields,
                 client_ip=visitor_ip(request, trusted_chat=trusted),
                 trusted_chat=trusted,
@@ -156,7 +156,7 @@ class LeadCreateView(APIView):
                 chat_session_id=chat_session_id if trusted else "",
                 reservation=reservation,
             )
-        except services.IntakeRefused as refused:
+        except intake.IntakeRefused as refused:
             headers = {"Retry-After": str(refused.retry_after)} if refused.retry_after else {}
             return Response(error_body(refused.code, refused.message), status=refused.status, headers=headers)
         return self._created(lead)

@@ -6,4 +6,4 @@ class LeadgenConfig(AppConfig):
     verbose_name = "Leads"
 
     def ready(self):
-        from leadgen import handlers, receivers  # noqa: F401  (registers the job kinds and signal receivers)
+        from leadgen import handlers  # noqa: F401  (registers the job kinds)

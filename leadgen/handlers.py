@@ -8,7 +8,7 @@ step by step and the lead and note are looked up by our marker; the ClickUp
 task id is saved and, on a retry, the task is looked up by the lead's admin
 link; an email carries a Message-ID derived from its job key, its send is
 recorded the moment it returns, and a retry asks Mailgun whether it accepted
-that Message-ID already.
+that Message-ID already. What they record on the lead, leadgen.services writes.
 """
 
 from urllib.parse import quote
@@ -17,18 +17,18 @@ import structlog
 from django.conf import settings
 from django.core.cache import cache
 from django.core.mail import EmailMultiAlternatives
-from django.db import transaction
 from django.template.loader import render_to_string
 from django.urls import reverse
-from django.utils import timezone
 
 import jobs
-from integrations import clickup, pipedrive
+from integrations.clickup import client as clickup
 from integrations.mail import send_message_once
+from integrations.pipedrive import client as pipedrive
 from jobs import PermanentError, SkipJob, TransientError
-from leadgen import services
+from leadgen import previews, services
 from leadgen.models import Lead
 from leadgen.routing import route_for
+from prototypes import processor as prototype_processor
 
 logger = structlog.get_logger(__name__)
 
@@ -55,13 +55,13 @@ def pipedrive_sync(job):
     lead = _lead(job)
     client = pipedrive.client_from_settings()
     if client is None:
-        Lead.objects.filter(pk=lead.pk).update(pipedrive_state=Lead.PipedriveState.SKIPPED)
+        services.lead_pipedrive_skipped(lead=lead)
         raise SkipJob("not configured: PIPEDRIVE_API_TOKEN is empty")
     try:
         _pipedrive_deliver(client, lead, retry=job.attempts > 1)
     except (TransientError, PermanentError) as exc:
         if isinstance(exc, PermanentError) or job.attempts >= job.max_attempts:
-            Lead.objects.filter(pk=lead.pk).update(pipedrive_state=Lead.PipedriveState.FAILED)
+            services.lead_pipedrive_failed(lead=lead)
         raise
 
 
@@ -77,11 +77,11 @@ def _pipedrive_deliver(client, lead: Lead, *, retry: bool) -> None:
     org_id = lead.pipedrive_org_id
     if org_id is None and lead.company:
         org_id = client.find_or_create_organization(name=lead.company)
-        Lead.objects.filter(pk=lead.pk).update(pipedrive_org_id=org_id)
+        services.lead_pipedrive_org_saved(lead=lead, org_id=org_id)
     person_id = lead.pipedrive_person_id or client.find_or_create_person(
         name=name, email=lead.email, phone=lead.phone or None, org_id=org_id
     )
-    Lead.objects.filter(pk=lead.pk).update(pipedrive_person_id=person_id)
+    services.lead_pipedrive_person_saved(lead=lead, person_id=person_id)
     route = route_for(lead.service_type)
     origin_id = pipedrive_origin_id(lead)
     created = (
@@ -89,18 +89,7 @@ def _pipedrive_deliver(client, lead: Lead, *, retry: bool) -> None:
     ) or client.create_lead(
         title=f"{route.label}: {name}", origin_id=origin_id, person_id=person_id, organization_id=org_id
     )
-    with transaction.atomic():
-        Lead.objects.filter(pk=lead.pk).update(
-            pipedrive_lead_id=created.id,
-            pipedrive_cc_email=created.cc_email or "",
-            pipedrive_state=Lead.PipedriveState.SYNCED,
-        )
-        jobs.enqueue(
-            "leadgen.pipedrive_note",
-            {"lead_id": lead.pk},
-            key=lead.job_key("leadgen.pipedrive_note"),
-            store_id=lead.store_id,
-        )
+    services.lead_pipedrive_synced(lead=lead, pipedrive_lead_id=created.id, cc_email=created.cc_email or "")
 
 
 @jobs.handler("leadgen.pipedrive_note")
@@ -202,18 +191,28 @@ def lead_alert(job):
         )
         name = f"{route.alert_heading}: {lead.full_name}".strip()
         # Saved first: a retry looks for the task only around the time of the last create call.
-        Lead.objects.filter(pk=lead.pk).update(clickup_create_started_at=timezone.now())
+        services.lead_alert_starting(lead=lead)
         task = client.create_task(name=name, markdown_content=body, priority=clickup.Priority.URGENT, tags=(ALERT_TAG,))
-    Lead.objects.filter(pk=lead.pk).update(clickup_task_id=task.id)
+    services.lead_alert_created(lead=lead, task_id=task.id)
     logger.info("lead_alert_sent", lead_id=lead.pk, task_id=task.id)
 
 
-@jobs.handler("leadgen.prototype_settle")
-def prototype_settle(job):
-    """The lead's prototype ended: completed consumes both buckets' quota once (keyed by the prototype,
-    however often this runs), anything else only drops the hold."""
+@jobs.handler(prototype_processor.CHECKED_KIND)
+def prototype_checked(job):
+    """A check found the lead's prototype unfinished: its rate-limit hold lives on."""
+    previews.lead_prototype_renew(lead=_lead(job))
+
+
+@jobs.handler(prototype_processor.FINISHED_KIND)
+@jobs.handler("leadgen.prototype_settle")  # the kind's earlier name: its jobs still queued run here too
+def prototype_finished(job):
+    """The lead's prototype ended: completed, its preview saved on the lead and both buckets' quota consumed
+    once (keyed by the prototype, however often this runs); anything else only drops the hold."""
     lead = _lead(job)
-    counted = services.lead_prototype_settle(
-        lead=lead, completed=job.payload["completed"], once_key=f"prototype:{job.payload['prototype_id']}"
+    completed = job.payload["completed"]
+    if completed and job.payload.get("preview_url"):
+        previews.lead_preview_set(lead=lead, url=job.payload["preview_url"])
+    counted = previews.lead_prototype_settle(
+        lead=lead, completed=completed, once_key=f"prototype:{job.payload['prototype_id']}"
     )
-    logger.info("prototype_quota_settled", lead_id=lead.pk, completed=job.payload["completed"], counted=counted)
+    logger.info("prototype_quota_settled", lead_id=lead.pk, completed=completed, counted=counted)

@@ -18,14 +18,14 @@ import jobs
 from chat import selectors as chat_selectors
 from crm import selectors as crm_selectors
 from crm.identity import email_key, phone_key
+from docs_users import selectors as docs_users_selectors
 from leadgen import selectors as lead_selectors
 from prototypes import selectors as prototype_selectors
 from sources import selectors as source_selectors
-from tracking import selectors as tracking_selectors
 
 ADMIN_LOG = LogEntry._meta.label
 LEAD, CONTACT, TASK = "leadgen.Lead", "crm.Contact", "crm.Task"
-CHAT_SESSION, PROTOTYPE, TRACKED_USER = "chat.ChatSession", "prototypes.Prototype", "tracking.TrackedUser"
+CHAT_SESSION, PROTOTYPE, TRACKED_USER = "chat.ChatSession", "prototypes.Prototype", "docs_users.TrackedUser"
 INBOUND_REQUEST, JOB = "sources.InboundRequest", "jobs.Job"
 
 
@@ -123,9 +123,9 @@ def subject_find(subject: Subject, *, for_erasure: bool = False) -> Found:
     )
     found.rows.update(chat_selectors.subject_rows(lead_ids=lead_ids, texts=texts))
     found.rows.update(prototype_selectors.subject_rows(lead_ids=lead_ids))
-    found.rows.update(tracking_selectors.subject_rows(emails=emails))
+    found.rows.update(docs_users_selectors.subject_rows(emails=emails))
     found.rows.update(source_selectors.subject_rows(lead_ids=lead_ids, texts=texts))
-    # A job names a row by its id in its payload; tracking's deliveries name the tracked user as user_id.
+    # A job names a row by its id in its payload; the profile deliveries (kinds tracking.*) name the user as user_id.
     refs = [
         ("", "lead_id", lead_ids),
         ("", "prototype_id", found.ids(PROTOTYPE)),

@@ -16,6 +16,7 @@ from django.utils import timezone
 import jobs
 from chat import services as chat_services
 from crm import services as crm_services
+from docs_users import services as docs_users_services
 from leadgen import services as lead_services
 from privacy.models import SubjectRequest
 from privacy.selectors import (
@@ -35,7 +36,6 @@ from privacy.selectors import (
 )
 from prototypes import services as prototype_services
 from sources import services as source_services
-from tracking import services as tracking_services
 
 logger = structlog.get_logger(__name__)
 
@@ -79,7 +79,7 @@ def _erase(found: Found) -> dict[str, int]:
         chat_services.subject_erase(session_ids=found.ids(CHAT_SESSION)),
         prototype_services.subject_erase(prototype_ids=found.ids(PROTOTYPE)),
         source_services.subject_erase(lead_ids=lead_ids, request_ids=found.ids(INBOUND_REQUEST), texts=texts),
-        tracking_services.subject_erase(user_ids=found.ids(TRACKED_USER)),
+        docs_users_services.subject_erase(user_ids=found.ids(TRACKED_USER)),
         lead_services.subject_erase(lead_ids=lead_ids),
         jobs.subject_erase(job_ids=found.ids(JOB)),
     ):

@@ -1,4 +1,4 @@
-"""Job handlers of prototypes: the processor's checks, quota settlement, and the ready/failed signals.
+"""Job handlers of prototypes: the processor's checks, and the ready and failed alerts, note and email.
 
 Each loads the prototype, is safe to run again and leaves retries to the job layer. A retry after a call
 whose answer was lost finds what that call created (the ClickUp task and the Pipedrive note carry the
@@ -13,10 +13,11 @@ from django.urls import reverse
 from django.utils import timezone
 
 import jobs
-from integrations import clickup, pipedrive
+from integrations.clickup import client as clickup
 from integrations.mail import send_message_once
+from integrations.pipedrive import client as pipedrive
 from jobs import PermanentError, SkipJob, TransientError
-from prototypes import services
+from prototypes import processor
 from prototypes.models import Prototype
 
 logger = structlog.get_logger(__name__)
@@ -33,9 +34,9 @@ def _prototype(job) -> Prototype:
         raise PermanentError("the prototype no longer exists") from exc
 
 
-@jobs.handler(services.CHECK_KIND, concurrency=settings.PROTOTYPES_CHECK_CONCURRENCY)
+@jobs.handler(processor.CHECK_KIND, concurrency=settings.PROTOTYPES_CHECK_CONCURRENCY)
 def check(job):
-    services.prototype_check(prototype_id=_prototype(job).pk, check=job.payload.get("check"))
+    processor.prototype_check(prototype_id=_prototype(job).pk, check=job.payload.get("check"))
 
 
 def _admin_url(prototype: Prototype) -> str:
@@ -71,17 +72,17 @@ def _alert(job, prototype: Prototype, *, heading: str, template: str) -> None:
     logger.info("prototype_alert_sent", prototype_id=prototype.pk, task_id=task["task_id"])
 
 
-@jobs.handler(services.READY_ALERT_KIND)
+@jobs.handler(processor.READY_ALERT_KIND)
 def ready_alert(job):
     _alert(job, _prototype(job), heading="Prototype ready", template="ready")
 
 
-@jobs.handler(services.FAILED_ALERT_KIND)
+@jobs.handler(processor.FAILED_ALERT_KIND)
 def failed_alert(job):
     _alert(job, _prototype(job), heading="Prototype failed", template="failed")
 
 
-@jobs.handler(services.READY_NOTE_KIND)
+@jobs.handler(processor.READY_NOTE_KIND)
 def ready_note(job):
     prototype = _prototype(job)
     client = pipedrive.client_from_settings()
@@ -99,7 +100,7 @@ def ready_note(job):
     client.add_note_to_lead(lead_id=lead_id, content=content)
 
 
-@jobs.handler(services.READY_EMAIL_KIND)
+@jobs.handler(processor.READY_EMAIL_KIND)
 def ready_email(job):
     prototype = _prototype(job)
     lead = prototype.lead

@@ -14,7 +14,7 @@ from django.utils.html import format_html, format_html_join
 from foundation.admin_actions import ReadOnlyAdminMixin
 from foundation.admin_forms import AdminModelForm
 from foundation.pagination import CappedCountPaginator
-from leadgen import services as lead_services
+from leadgen import intake
 from sources import platforms, selectors, services
 from sources.models import InboundRequest, InboundSource
 from stores.scoping import StoreListFilter, StoreScopedAdminMixin, store_scope
@@ -166,7 +166,7 @@ class InboundSourceAdmin(StoreScopedAdminMixin, admin.ModelAdmin):
             "",
             "<tr><td>{}</td><td>{}</td></tr>",
             (
-                (name, _masked_value(fields.get(name, ""), required=name in lead_services.received_required_fields()))
+                (name, _masked_value(fields.get(name, ""), required=name in intake.received_required_fields()))
                 for name in platforms.LEAD_FIELDS
             ),
         )

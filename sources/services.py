@@ -23,8 +23,8 @@ from django.utils import timezone
 import jobs
 from foundation.db import storable_text
 from integrations.facebook import client as facebook
+from leadgen import intake
 from leadgen import selectors as lead_selectors
-from leadgen import services as lead_services
 from sources import platforms
 from sources.models import InboundLead, InboundRequest, InboundSource
 
@@ -198,7 +198,7 @@ def _known(source, platform_id: str) -> dict | None:
     return {"lead_id": row["lead_id"], "lead": str(row["lead__public_id"])} if row else None
 
 
-def _lead_check(source, submission) -> tuple[lead_services.ReceivedLead | None, dict]:
+def _lead_check(source, submission) -> tuple[intake.ReceivedLead | None, dict]:
     """The lead mapped, checked and classified, and the fields left out of it; or None and its result
     (unreadable, invalid). The person is gone by now and cannot correct a field, so an optional one that fails
     the web form's check is left out (and recorded); without a valid first name and email there is no lead."""
@@ -208,20 +208,20 @@ def _lead_check(source, submission) -> tuple[lead_services.ReceivedLead | None, 
         return None, {"outcome": Outcome.UNREADABLE, "errors": unreadable.fields or {"body": [unreadable.message]}}
     left_out = {}
     try:
-        return lead_services.lead_receive_check(fields=fields), left_out
-    except lead_services.LeadInvalid as invalid:
-        if set(invalid.fields) & lead_services.received_required_fields():
+        return intake.lead_receive_check(fields=fields), left_out
+    except intake.LeadInvalid as invalid:
+        if set(invalid.fields) & intake.received_required_fields():
             return None, {"outcome": Outcome.INVALID, "errors": invalid.fields}
         left_out = invalid.fields
     kept = {name: value for name, value in fields.items() if name not in left_out}
     try:
-        return lead_services.lead_receive_check(fields=kept), left_out
-    except lead_services.LeadInvalid as invalid:
+        return intake.lead_receive_check(fields=kept), left_out
+    except intake.LeadInvalid as invalid:
         return None, {"outcome": Outcome.INVALID, "errors": invalid.fields}
 
 
 def _lead_write(source, submission, received):
-    return lead_services.lead_receive_save(
+    return intake.lead_receive_save(
         received=received,
         channel=CHANNELS[source.kind],
         store_id=source.store_id,
@@ -266,7 +266,7 @@ def _lead_fields(source, submission) -> dict:
     used = _mapped_keys(source)
     others = {name: text for name, text in submission.answers.items() if name.casefold() not in used and text}
     if others:
-        fields["steps"] = lead_services.received_steps(others)
+        fields["steps"] = intake.received_steps(others)
     context = submission.context
     utm = {"campaign": context.get("campaign_id"), "content": context.get("form_id") or context.get("formId")}
     if utm := {name: value for name, value in utm.items() if value}:

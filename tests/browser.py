@@ -12,6 +12,7 @@ mark tests `@pytest.mark.browser`. Fixtures:
 `admin_login(page, username)` logs in through the admin login page.
 """
 
+import functools
 import os
 import shutil
 
@@ -94,21 +95,35 @@ def ensure_staff_groups():
     migration state), rather than keeping a second copy of what each group holds.
     """
     from django.contrib.auth.models import Group
-    from django.db import connection
-    from django.db.migrations.loader import MigrationLoader
-    from django.db.migrations.operations import RunPython
 
     from foundation import staff_groups as permissions
 
     groups = [permissions.OPERATIONS, permissions.SALES, permissions.MANAGERS]
     if Group.objects.filter(name__in=groups).count() == len(groups):
         return
+    state_apps, grants = _grant_migrations()
+    for grant in grants:
+        grant(state_apps, None)
+
+
+@functools.cache
+def _grant_migrations():
+    """The migrations' state and their group grants, in order: read once, as loading every migration takes
+    about half a second and a flush between tests makes the groups go again."""
+    from django.db import connection
+    from django.db.migrations.loader import MigrationLoader
+    from django.db.migrations.operations import RunPython
+
+    from foundation import staff_groups as permissions
+
     loader = MigrationLoader(connection)
-    state_apps = loader.project_state().apps
-    for key in _all_nodes(loader):
-        for operation in loader.graph.nodes[key].operations:
-            if isinstance(operation, RunPython) and operation.code.__globals__.get("grant") is permissions.grant:
-                operation.code(state_apps, None)
+    grants = [
+        operation.code
+        for key in _all_nodes(loader)
+        for operation in loader.graph.nodes[key].operations
+        if isinstance(operation, RunPython) and operation.code.__globals__.get("grant") is permissions.grant
+    ]
+    return loader.project_state().apps, grants
 
 
 def _all_nodes(loader):

@@ -7,11 +7,12 @@ from django.db import DatabaseError
 import jobs
 from foundation.db import describe_db_error
 from jobs import PermanentError, TransientError, handler
-from tracking import services, sync
+from tracking import services
+from tracking.keys import LEAD_RETRY_KIND, POLL_KIND
 from tracking.selectors import mailbox_settings
 
 
-@handler(services.POLL_KIND, batched=False)
+@handler(POLL_KIND, batched=False)
 def poll_mailbox(job):
     try:
         mailbox = mailbox_settings(job.payload["mailbox"])
@@ -20,7 +21,7 @@ def poll_mailbox(job):
     services.mailbox_poll(mailbox=mailbox, time_budget=settings.IMAP_POLL_TIME_BUDGET_SECONDS)
 
 
-@handler(services.LEAD_RETRY_KIND)
+@handler(LEAD_RETRY_KIND)
 def retry_parked_lead(job):
     """Write a parked lead; on the last failed attempt the job layer dead-letters it and alerts.
 
@@ -38,17 +39,3 @@ def retry_parked_lead(job):
     # The lead holds the message now: the finished job keeps where it came from, not the parsed email.
     jobs.keep_payload_on_success(job, {"source": job.payload.get("source"), "lead_id": lead.pk})
 
-
-@handler(sync.SYNC_KIND, batched=False)
-def sync_pending_users(job):
-    sync.profile_sync_run(job=job)
-
-
-@handler(sync.DELIVER_KIND)
-def deliver_profile(job):
-    sync.profile_deliver(user_id=job.payload["user_id"], webhook_id=job.key)
-
-
-@handler(sync.RETENTION_KIND, batched=False)
-def delete_inactive_users(job):
-    sync.retention_run(job=job)

@@ -6,17 +6,14 @@ from datetime import datetime
 
 from django.conf import settings
 from django.core.cache import cache
-from django.db.models import Count, Max
+from django.db.models import Max
 from django.db.models.fields.json import KT
-from django.db.models.functions import TruncDate
 
 import jobs
-from integrations.imap import MailboxSettings
+from integrations.imap.client import MailboxSettings
 from stores.models import Store
-from tracking.models import ENV_MAILBOX_NAME, ENV_VAR_NAME, Mailbox, TrackedUser, imap_host_allowed
-from tracking.sync import SYNC_KIND
-
-STORE_MAPPING_CACHE_KEY = "tracking:store-mapping"
+from tracking.keys import LEAD_WRITE_BREAKER, POLL_KIND, STORE_MAPPING_CACHE_KEY, STORE_MAPPING_CACHE_SECONDS
+from tracking.models import ENV_MAILBOX_NAME, ENV_VAR_NAME, Mailbox, imap_host_allowed
 
 
 @dataclass(frozen=True)
@@ -56,7 +53,7 @@ def store_mappings() -> StoreMappings:
                 table["tracking_id"][tracking_id.lower()] = mapping
             if lead_email:
                 table["lead_email"][lead_email.lower()] = mapping
-        cache.set(STORE_MAPPING_CACHE_KEY, table, settings.STORE_MAPPING_CACHE_SECONDS)
+        cache.set(STORE_MAPPING_CACHE_KEY, table, STORE_MAPPING_CACHE_SECONDS)
     return StoreMappings(table)
 
 
@@ -110,29 +107,11 @@ def imap_allowed_endpoints() -> frozenset[str]:
     return frozenset(entries)
 
 
-def mcp_clients_seen():
-    """Each MCP client seen, with how many users it has and when one of them last called a tool; most users first."""
-    return (
-        TrackedUser.objects.exclude(mcp_client="")
-        .values("mcp_client")
-        .annotate(users=Count("id"), last_tool_at=Max("mcp_last_tool_at"), last_activity_at=Max("last_activity_at"))
-        .order_by("-users", "mcp_client")
-    )
-
-
 # --- back-office figures ------------------------------------------------------------------------
-
-
-def tracked_users_per_day_counts(*, start, end) -> list[dict]:
-    """Docs and MCP users first seen in [start, end), per day (site time zone): {day, count}."""
-    users = TrackedUser.objects.filter(created_at__gte=start, created_at__lt=end).annotate(day=TruncDate("created_at"))
-    return list(users.values("day").annotate(count=Count("pk")).order_by())
 
 
 def mailbox_last_polls() -> list[dict]:
     """Each mailbox polled now, with its newest poll job: {mailbox, status, at} (None, None when never)."""
-    from tracking.services import POLL_KIND  # here: tracking.services imports this module
-
     polls = []
     for name in mailbox_names_active():
         job = jobs.jobs_with_key_prefix(f"{POLL_KIND}:{name}:").order_by("-created_at").only("status", "created_at")
@@ -144,8 +123,6 @@ def mailbox_last_polls() -> list[dict]:
 def mailbox_last_successful_polls() -> dict[str, datetime | None]:
     """Each mailbox polled now: when its newest successful poll finished (None: none within job retention).
     One query over the poll jobs, through their keys' index, for every mailbox."""
-    from tracking.services import POLL_KIND  # here: tracking.services imports this module
-
     succeeded = (
         jobs.jobs_with_key_prefix(f"{POLL_KIND}:")
         .filter(status="succeeded")
@@ -157,27 +134,8 @@ def mailbox_last_successful_polls() -> dict[str, datetime | None]:
     return {name: finished.get(name) for name in mailbox_names_active()}
 
 
-def crm_sync_last_succeeded_at() -> datetime | None:
-    """When a job of the CRM sync (daily or triggered) last succeeded (None: none within job retention)."""
-    succeeded = jobs.jobs_with_key_prefix(f"{SYNC_KIND}:").filter(status="succeeded")
-    return succeeded.aggregate(at=Max("finished_at"))["at"]
-
-
 def circuit_breakers() -> dict[str, dict]:
     """The breakers of email lead tracking and their shared state: {name: {state, opened_at}}."""
-    from tracking.services import LEAD_WRITE_BREAKER  # here: tracking.services imports this module
-
     name = LEAD_WRITE_BREAKER
     return {name: {"state": jobs.circuit_state(name), "opened_at": jobs.circuit_opened_at(name)}}
 
-
-# --- data-subject requests (privacy/) ------------------------------------------------------------
-
-
-def subject_rows(*, emails) -> dict[str, list[dict]]:
-    """The signed-in docs and MCP users with one of the emails (any case), whole: everything captured about
-    each lives on its row. {model label: rows}."""
-    users = TrackedUser.objects.none()
-    for email in emails:
-        users |= TrackedUser.objects.filter(email__iexact=email)
-    return {TrackedUser._meta.label: list(users.order_by("pk").values())}

@@ -13,7 +13,6 @@ it again; the dedup key makes that harmless.
 import time
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, timedelta
-from importlib import import_module
 
 import pybreaker
 import structlog
@@ -23,11 +22,18 @@ from django.db import DatabaseError, InterfaceError, OperationalError, connectio
 from django.utils import timezone
 
 import jobs
-from crm.events import lead_created_emit
+from crm.intake import lead_created_emit
 from foundation.db import describe_db_error
-from integrations.imap import FetchedMessage, ImapClient, MailboxSettings
-from leadgen import services as lead_services
-from tracking.models import TrackedUser
+from integrations.imap.client import FetchedMessage, ImapClient, MailboxSettings
+from tracking.keys import (
+    LEAD_RETRY_KIND,
+    LEAD_RETRY_MAX_ATTEMPTS,
+    LEAD_WRITE_BREAKER,
+    POLL_KIND,
+    POLL_MAX_ATTEMPTS,
+    STORE_MAPPING_CACHE_KEY,
+)
+from tracking.leads import email_lead_upsert
 from tracking.parsing import (
     HEADER_MAX_BYTES,
     ParsedLeadEmail,
@@ -36,13 +42,10 @@ from tracking.parsing import (
     parse_lead_email,
     sender_authentication,
 )
-from tracking.selectors import STORE_MAPPING_CACHE_KEY, StoreMappings, imap_allowed_endpoints, store_mappings
+from tracking.selectors import StoreMappings, imap_allowed_endpoints, store_mappings
 
 logger = structlog.get_logger(__name__)
 
-POLL_KIND = "tracking.poll_mailbox"
-LEAD_RETRY_KIND = "tracking.lead_retry"
-LEAD_WRITE_BREAKER = "tracking.lead_write"
 PROCESSED_BY = "imap-poller"
 MESSAGE_ATTEMPTS_TTL = 7 * 24 * 3600
 
@@ -113,7 +116,7 @@ def _lead_fields(parsed: ParsedLeadEmail, mapping, now) -> dict:
 
 
 def email_lead_capture(*, parsed: ParsedLeadEmail, mappings: StoreMappings | None = None, reread: bool = False):
-    """Write the lead (leadgen's upsert on its dedup key) and emit LeadCreated when it is complete;
+    """Write the lead (the upsert on its dedup key, tracking.leads) and emit LeadCreated when it is complete;
     one transaction.
 
     On a `reread` (a re-scan of seen messages) a message kept earlier as a failed
@@ -130,7 +133,7 @@ def email_lead_capture(*, parsed: ParsedLeadEmail, mappings: StoreMappings | Non
     if reread and parsed.phone:  # a failed parse was kept under the key without a phone
         reparse_key = lead_dedup_key(email=parsed.email_from, phone="", received_at=parsed.received_at)
     with transaction.atomic():
-        lead, complete = lead_services.email_lead_upsert(
+        lead, complete = email_lead_upsert(
             dedup_key=parsed.dedup_key, fields=_lead_fields(parsed, mapping, timezone.now()), reparse_key=reparse_key
         )
         if complete:
@@ -169,7 +172,7 @@ def email_lead_park(*, parsed: ParsedLeadEmail, source: MessageSource, mappings:
             {"lead": parsed.to_json(), "source": source.key},
             key=f"{LEAD_RETRY_KIND}:{source.key}",
             run_after=timezone.now() + timedelta(seconds=delay),
-            max_attempts=settings.LEAD_RETRY_MAX_ATTEMPTS,
+            max_attempts=LEAD_RETRY_MAX_ATTEMPTS,
             store_id=mapping.store_id if mapping else None,
         )
 
@@ -343,21 +346,7 @@ def mailbox_polls_enqueue(*, mailbox_names: list[str]):
                 continue
             enqueued.append(
                 jobs.enqueue(
-                    POLL_KIND, {"mailbox": name}, key=f"{prefix}{stamp}", max_attempts=settings.IMAP_POLL_MAX_ATTEMPTS
+                    POLL_KIND, {"mailbox": name}, key=f"{prefix}{stamp}", max_attempts=POLL_MAX_ATTEMPTS
                 )
             )
     return enqueued
-
-
-def sessions_clear_expired() -> None:
-    """What `manage.py clearsessions` does, for beat: the session engine deletes its expired sessions."""
-    import_module(settings.SESSION_ENGINE).SessionStore.clear_expired()
-
-
-# --- data-subject requests (privacy/) ------------------------------------------------------------
-
-
-def subject_erase(*, user_ids) -> dict[str, int]:
-    """Delete these tracked users, with everything captured about them (all on their rows). {model label: rows
-    deleted}."""
-    return TrackedUser.objects.filter(pk__in=user_ids).delete()[1]

@@ -41,7 +41,7 @@ def parse_args():
     return parser.parse_args()
 
 
-ARGS = parse_args()
+ARGS = parse_args() if __name__ == "__main__" else None  # before Django is set up: --help needs no servers
 
 import django  # noqa: E402
 
@@ -53,7 +53,7 @@ from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 from django.test import Client, override_settings  # noqa: E402
 
-from bench.common import BenchError, check_services, machine_info  # noqa: E402
+from bench.common import BenchError, check_services, machine_info, run  # noqa: E402
 from crm.models import Contact, Task, TimelineEvent  # noqa: E402
 from jobs.models import Job  # noqa: E402
 from leadgen.models import Lead  # noqa: E402
@@ -64,9 +64,9 @@ from stores.models import Store  # noqa: E402
 # Over 90 days: leads arrive at all hours; 70 % by email (with a store), 30 % from the web form.
 SEED_SQL = """
 INSERT INTO tracking_store (franchise, name, account_id, store_uuid, lead_email, tracking_id, timezone,
-                            quiet_hours_start, quiet_hours_end, is_active, created_at, updated_at)
+                            quiet_hours_start, quiet_hours_end, is_active, created_at, updated_at, reassign_overdue)
 SELECT 'Brand ' || (s %% 3), 'Store ' || s, 'acct-' || s, md5('store' || s)::uuid, 'store' || s || '@example.com',
-       'ST' || s, 'America/New_York', '21:00', '08:00', true, now(), now()
+       'ST' || s, 'America/New_York', '21:00', '08:00', true, now(), now(), false
 FROM generate_series(1, %(stores)s) AS s;
 
 INSERT INTO leadgen_lead (channel, first_name, last_name, email, phone, company, message, service_type, steps,
@@ -75,7 +75,7 @@ INSERT INTO leadgen_lead (channel, first_name, last_name, email, phone, company,
                           lead_type, email_subject, email_from, email_recipient, tracking_id, franchise, account_id,
                           raw_body, is_forwarded, forwarded_original_from, forwarded_original_to,
                           forwarded_original_date, received_at, parse_state, parse_error, processed_by,
-                          clickup_task_id, public_id)
+                          clickup_task_id, public_id, consent_text, consent_version, is_test)
 SELECT CASE WHEN i %% 10 < 7 THEN 'email' ELSE 'web_form' END, 'First' || i, 'Last' || i, 'lead' || i || '@example.com',
        '+1415' || lpad(i::text, 7, '0'), '', '', '', '{}', '', '{}',
        CASE WHEN i %% 10 < 7 THEN (SELECT min(id) FROM tracking_store) + i %% %(stores)s END,
@@ -84,13 +84,13 @@ SELECT CASE WHEN i %% 10 < 7 THEN 'email' ELSE 'web_form' END, 'First' || i, 'La
        '', '', '', now() - (i %% 129600) * interval '1 minute', now(),
        CASE WHEN i %% 10 < 7 THEN 'bench#' || i END, 'Web Lead', '', '', '', '', '', '', '', false, '', '', '',
        CASE WHEN i %% 10 < 7 THEN now() - (i %% 129600) * interval '1 minute' END,
-       CASE WHEN i %% 10 < 7 THEN 'parsed' ELSE '' END, '', '', '', md5('lead' || i)::uuid
+       CASE WHEN i %% 10 < 7 THEN 'parsed' ELSE '' END, '', '', '', md5('lead' || i)::uuid, '', '', false
 FROM generate_series(1, %(leads)s) AS i;
 
-INSERT INTO crm_contact (phone, store_id, franchise, account_id, lifecycle_stage, lead_status, first_name, last_name,
-                         last_activity_at, created_at, updated_at)
-SELECT '+1650' || lpad(i::text, 7, '0'), (SELECT min(id) FROM tracking_store) + i %% %(stores)s, 'Brand', 'acct',
-       'lead', 'new', 'First' || i, 'Last' || i, now() - (i %% 129600) * interval '1 minute', now(), now()
+INSERT INTO crm_contact (phone, email, company, store_id, franchise, account_id, lifecycle_stage, lead_status,
+                         first_name, last_name, last_activity_at, created_at, updated_at)
+SELECT '+1650' || lpad(i::text, 7, '0'), '', '', (SELECT min(id) FROM tracking_store) + i %% %(stores)s, 'Brand',
+       'acct', 'lead', 'new', 'First' || i, 'Last' || i, now() - (i %% 129600) * interval '1 minute', now(), now()
 FROM generate_series(1, %(leads)s) AS i;
 
 -- One task per contact: the email leads' outreach tasks (source lead set), the rest created by staff.
@@ -176,9 +176,15 @@ def seed():
 
 # --- the stock changelists: a second admin site with plain ModelAdmins ---------------------------
 
+
+class StockAdmin(admin.ModelAdmin):
+    # The project's per-model templates link to views of its own admins, which the stock site lacks.
+    change_list_template = "admin/change_list.html"
+
+
 stock_site = admin.AdminSite(name="stock")
 for model in (Job, Lead, Task, Contact):
-    stock_site.register(model, admin.ModelAdmin)
+    stock_site.register(model, StockAdmin)
 
 
 def stock_urlconf():
@@ -395,8 +401,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except BenchError as error:
-        print(f"bench error: {error}", file=sys.stderr)
-        sys.exit(2)
+    run(main, "backoffice")

@@ -39,7 +39,9 @@ from bench.common import (  # noqa: E402
     check_services,
     free_ports,
     machine_info,
+    percentile,
     proc_stat,
+    run,
     start_process,
     stop_process,
     wait_http,
@@ -64,11 +66,12 @@ def parse_args():
     parser.add_argument("--burst", type=int, default=500, help="requests of one cold burst (default 500)")
     parser.add_argument("--bursts", type=int, default=3, help="cold bursts (default 3)")
     parser.add_argument("--upstream-ms", type=float, default=200.0, help="WordPress answer time, cold (default 200)")
+    parser.add_argument("--results", type=Path, default=RESULTS, help="JSON output (default %(default)s)")
     return parser.parse_args()
 
 
-ARGS = parse_args()
-FAKE = WordPress().start()
+ARGS = parse_args() if __name__ == "__main__" else None  # before Django is set up: --help needs no servers
+FAKE = WordPress(port=free_ports(1)[0])  # started by main()
 BENCH_ENV = {
     "DJANGO_SETTINGS_MODULE": "bench.blog.settings",
     "PYTHONPATH": str(ROOT),
@@ -95,15 +98,6 @@ def http(method, url, headers=None):
     request = urllib.request.Request(url, method=method, headers=headers or {})
     with urllib.request.urlopen(request, timeout=30) as response:
         return response.status, dict(response.headers), response.read()
-
-
-def percentile(sorted_values, q):
-    if not sorted_values:
-        return None
-    k = (len(sorted_values) - 1) * q
-    lo = int(k)
-    hi = min(lo + 1, len(sorted_values) - 1)
-    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (k - lo)
 
 
 def daphne_cpu_seconds(pids):
@@ -177,6 +171,7 @@ def main():
     check_services()
     ports = free_ports(ARGS.daphne_procs)
     daphnes = []
+    FAKE.start()
     try:
         for i, port in enumerate(ports):
             command = [str(BIN / "daphne"), "-b", "127.0.0.1", "-p", str(port), "config.asgi:application"]
@@ -184,7 +179,8 @@ def main():
         for process, port in zip(daphnes, ports, strict=True):
             wait_http(process, f"http://127.0.0.1:{port}/healthz")
         bases = [f"http://127.0.0.1:{port}" for port in ports]
-        results = {"machine": machine_info(daphne_procs=ARGS.daphne_procs), "args": vars(ARGS)}
+        args = vars(ARGS) | {"results": str(ARGS.results)}
+        results = {"machine": machine_info(daphne_procs=ARGS.daphne_procs), "args": args}
         results["warm"] = warm(bases, [process.pid for process in daphnes])
         results["cold"] = cold(bases)
     finally:
@@ -192,8 +188,8 @@ def main():
             stop_process(process)
         FAKE.stop()
     summarize(results)
-    RESULTS.write_text(json.dumps(results, indent=2) + "\n")
-    print(f"\nwritten {RESULTS.relative_to(ROOT)}")
+    ARGS.results.write_text(json.dumps(results, indent=2) + "\n")
+    print(f"\nwritten {ARGS.results}")
     return 0 if results["targets_met"] else 1
 
 
@@ -294,8 +290,4 @@ def summarize(results):
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except BenchError as exc:
-        print(f"bench/blog: {exc}", file=sys.stderr)
-        sys.exit(2)
+    run(main, "blog")

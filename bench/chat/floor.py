@@ -7,10 +7,10 @@ product's stream, through the same middleware.
 
 import json
 
+import aiohttp
 from django.conf import settings
 from django.http import StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
-from websockets.asyncio.client import connect
 
 
 @csrf_exempt
@@ -18,10 +18,13 @@ async def minimal_relay(request):
     body = json.loads(request.body)
 
     async def frames():
-        async with connect(settings.CHAT_AGENT_URL, compression=None, ping_interval=None, open_timeout=60) as ws:
-            await ws.send(json.dumps({"query": body["message"], "session_id": body["sessionId"], "user_ip": None}))
+        # The library and options integrations.agent connects with, one session per chat as it does.
+        async with aiohttp.ClientSession() as session, session.ws_connect(
+            settings.CHAT_AGENT_URL, heartbeat=None, compress=0
+        ) as ws:
+            await ws.send_str(json.dumps({"query": body["message"], "session_id": body["sessionId"], "user_ip": None}))
             async for frame in ws:
-                event = json.loads(frame)
+                event = json.loads(frame.data)
                 if event["event"] == "RunContent":
                     yield b"event: token\ndata: %s\n\n" % json.dumps({"content": event["content"]}).encode()
                 elif event["event"] == "RunCompleted":

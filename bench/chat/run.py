@@ -10,7 +10,7 @@ production settings) in front of the agent stand-in (standins/agent.py), which s
 1. Bursts. Phases alternate:
 
   direct: --chats WebSocket clients at once, straight to the fake agent (the
-          same websockets options our relay uses);
+          same library and options our relay uses);
   relay:  --chats HTTP clients at once, each POSTing one message to the relay
           and reading its SSE answer;
   floor:  the same through a minimal async Django view on the same daphne
@@ -64,6 +64,7 @@ from bench.common import (  # noqa: E402  (after the project root is on sys.path
     check_services,
     free_port,
     machine_info,
+    run,
     start_process,
     stop_process,
     wait_http,
@@ -94,10 +95,11 @@ def parse_args():
         default=f"{Path(sys.executable).parent / 'supervisord'} -n -c deploy/supervisor/web.conf",
         help="scaled out: the command that serves WEB_PROCESSES web processes on BIND_HOST:PORT",
     )
+    parser.add_argument("--results", type=Path, default=RESULTS, help="JSON output (default %(default)s)")
     return parser.parse_args()
 
 
-ARGS = parse_args()
+ARGS = parse_args() if __name__ == "__main__" else None  # before Django is set up: --help needs no servers
 AGENT_PORT, WEB_PORT = free_port(), free_port()
 BENCH_ENV = {
     "DJANGO_SETTINGS_MODULE": "bench.chat.settings",
@@ -122,9 +124,7 @@ import django  # noqa: E402
 django.setup()
 
 import aiohttp  # noqa: E402
-import websockets  # noqa: E402
 from django.core.management import call_command  # noqa: E402
-from websockets.asyncio.client import connect  # noqa: E402
 
 from chat.models import ChatMessage  # noqa: E402
 
@@ -166,11 +166,14 @@ async def direct_chat(start: asyncio.Event, session_id: str) -> Chat:
     chat = Chat()
     await start.wait()
     chat.started = time.perf_counter()
-    # As integrations.agent connects: no compression, no keepalive pings.
-    async with connect(f"ws://127.0.0.1:{AGENT_PORT}/", compression=None, ping_interval=None, open_timeout=60) as ws:
-        await ws.send(json.dumps({"query": "How fast can you build it?", "session_id": session_id, "user_ip": None}))
+    # As integrations.agent connects: aiohttp, no compression, no keepalive pings, one session per chat.
+    async with aiohttp.ClientSession() as session, session.ws_connect(
+        f"ws://127.0.0.1:{AGENT_PORT}/", heartbeat=None, compress=0
+    ) as ws:
+        question = {"query": "How fast can you build it?", "session_id": session_id, "user_ip": None}
+        await ws.send_str(json.dumps(question))
         async for frame in ws:
-            event = json.loads(frame)
+            event = json.loads(frame.data)
             if event["event"] == "RunContent":
                 chat.token(event["content"])
             elif event["event"] == "RunCompleted":
@@ -402,7 +405,7 @@ def main():
         [sys.executable, "-m", "config.serve", "-b", "127.0.0.1", "-p", str(WEB_PORT), "config.asgi:application"],
         env=env, out_dir=OUT_DIR,
     )
-    machine = machine_info(daphne=__import__("daphne").__version__, websockets=websockets.__version__)
+    machine = machine_info(daphne=__import__("daphne").__version__, aiohttp=aiohttp.__version__)
     try:
         wait_http(daphne, f"http://127.0.0.1:{WEB_PORT}/healthz")
         time.sleep(0.5)
@@ -441,7 +444,7 @@ def main():
     met = burst_met and (opened is None or opened["target_met"]) and (scaled is None or scaled["target_met"])
     report = {
         "machine": machine,
-        "parameters": vars(ARGS),
+        "parameters": vars(ARGS) | {"results": str(ARGS.results)},
         "direct": direct,
         "relay": relay,
         "floor": floor,
@@ -457,7 +460,7 @@ def main():
         "scaled": scaled,
         "targets_met": met,
     }
-    RESULTS.write_text(json.dumps(report, indent=2) + "\n")
+    ARGS.results.write_text(json.dumps(report, indent=2) + "\n")
     brief = {key: report[key] for key in ("direct", "relay", "floor", "ratios_relay_vs_floor", "cpu_relay_vs_floor",
                                           "ratios_relay_vs_direct", "burst_targets_met")}  # fmt: skip
     if opened:
@@ -469,8 +472,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except BenchError as exc:
-        print(f"bench failed: {exc}", file=sys.stderr)
-        sys.exit(2)
+    run(main, "chat")

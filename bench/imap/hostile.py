@@ -1,6 +1,6 @@
 """Hostile lead emails through the parser: the slowest must parse in under 100 ms.
 
-Each message of tests/security/hostile.py is parsed --repeat times by
+Each message of standins/hostile_emails.py is parsed --repeat times by
 tracking.parsing (after one warm-up parse) and its median kept; an ordinary
 lead notification is measured the same way as the reference. With --baseline
 (default), the parser as it was before its inputs were bounded, read from git
@@ -25,8 +25,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
-from tests.security.hostile import HOSTILE_MESSAGES  # noqa: E402
-from tests.tracking.support import lead_message  # noqa: E402
+from standins.hostile_emails import HOSTILE_MESSAGES  # noqa: E402
+from standins.lead_emails import lead_message  # noqa: E402
 from tracking.parsing import parse_lead_email  # noqa: E402
 
 RESULTS = Path(__file__).with_name("hostile_results.json")

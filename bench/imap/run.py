@@ -46,7 +46,7 @@ def parse_args():
     return parser.parse_args()
 
 
-ARGS = parse_args()
+ARGS = parse_args() if __name__ == "__main__" else None  # before Django is set up: --help needs no servers
 
 import django  # noqa: E402
 
@@ -70,16 +70,17 @@ from bench.common import (  # noqa: E402
     check_services,
     log_tail,
     machine_info,
+    run,
     start_process,
     stop_process,
 )
-from crm.events import LEAD_CREATED  # noqa: E402
+from crm.intake import LEAD_CREATED  # noqa: E402
 from crm.models import Contact, Task, TimelineEvent  # noqa: E402
 from jobs.models import Job, JobAttempt  # noqa: E402
 from leadgen.models import Lead  # noqa: E402
+from standins.lead_emails import imap_session, lead_message  # noqa: E402
 from standins.mailbox import Dovecot  # noqa: E402
 from stores.models import Store  # noqa: E402
-from tests.tracking.support import imap_session, lead_message  # noqa: E402
 from tracking.models import ENV_MAILBOX_NAME  # noqa: E402
 from tracking.services import POLL_KIND, lead_write_breaker  # noqa: E402
 
@@ -303,8 +304,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except BenchError as exc:
-        print(f"bench failed: {exc}", file=sys.stderr)
-        sys.exit(2)
+    run(main, "imap")

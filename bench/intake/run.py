@@ -28,7 +28,6 @@ import shutil
 import statistics
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -95,7 +94,7 @@ def parse_args():
     return parser.parse_args()
 
 
-ARGS = parse_args()
+ARGS = parse_args() if __name__ == "__main__" else None  # before Django is set up: --help needs no servers
 
 
 from bench.common import free_port  # noqa: E402  (stdlib only at import; Django is set up below)
@@ -123,8 +122,6 @@ import django  # noqa: E402
 django.setup()
 
 import aiohttp  # noqa: E402
-import psycopg  # noqa: E402
-import redis  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
@@ -132,25 +129,26 @@ from django.db import connection  # noqa: E402
 from bench.common import (  # noqa: E402
     BenchError,
     CpuMeter,
-    check_alive,
     check_services,
-    log_tail,
     machine_info,
+    percentile,
+    run,
     start_process,
     stop_process,
+    wait_http,
 )
+from bench.daphne import (  # noqa: E402
+    Sampler,
+    Server,
+    daphne_overrides,
+    form_body,
+    form_request,
+    http_json,
+    load,
+    server_counters,
+)  # noqa: E402
 from jobs.models import Job  # noqa: E402
 from leadgen.models import Lead  # noqa: E402
-
-
-def daphne_overrides(items=None):
-    out = {}
-    for item in ARGS.daphne_env if items is None else items:
-        name, sep, value = item.partition("=")
-        if not sep:
-            raise BenchError(f"--daphne-env expects NAME=VALUE, got {item!r}")
-        out[name] = value
-    return out
 
 
 def bench_info():
@@ -162,7 +160,7 @@ def bench_info():
     with connection.cursor() as cursor:
         cursor.execute("SHOW max_connections")
         pg_max_connections = int(cursor.fetchone()[0])
-    overrides = daphne_overrides()
+    overrides = daphne_overrides(ARGS.daphne_env)
     pool = dict(settings.DATABASES["default"].get("OPTIONS", {}).get("pool") or {})
     for key, name in (("min_size", "DATABASE_POOL_MIN_SIZE"), ("max_size", "DATABASE_POOL_MAX_SIZE"),
                       ("timeout", "DATABASE_POOL_TIMEOUT")):  # fmt: skip
@@ -181,168 +179,7 @@ def bench_info():
     )
 
 
-# --- processes -------------------------------------------------------------------------------
-
-
-def wait_http(process, url, timeout=60.0):
-    import urllib.error
-    import urllib.request
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        check_alive(process)
-        try:
-            with urllib.request.urlopen(url, timeout=2) as response:
-                if response.status == 200:
-                    return
-        except (urllib.error.URLError, OSError):
-            pass
-        time.sleep(0.1)
-    raise BenchError(f"{process.name} not answering {url} after {timeout}s:\n{log_tail(process)}")
-
-
-def http_json(method, url, body=None):
-    import urllib.request
-
-    data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=10) as response:
-        return json.loads(response.read())
-
-
-class Server:
-    """A group of daphne processes serving the bench: the project as configured, or the variant."""
-
-    def __init__(self, name, procs, env):
-        self.name, self.env = name, env
-        self.ports = [free_port() for _ in range(procs)]
-        self.urls = [f"http://127.0.0.1:{port}" for port in self.ports]
-        self.processes = []
-
-    def start(self):
-        for i, port in enumerate(self.ports):
-            command = [str(BIN / "daphne"), "-b", "127.0.0.1", "-p", str(port), "config.asgi:application"]
-            self.processes.append(start_process(f"daphne-{self.name}{i}", command, env=self.env, out_dir=OUT_DIR))
-        for process, url in zip(self.processes, self.urls, strict=True):
-            wait_http(process, f"{url}/healthz")
-
-    def check_alive(self):
-        for process in self.processes:
-            check_alive(process)
-
-    def stop(self):
-        for process in self.processes:
-            stop_process(process, timeout=10)
-
-    @property
-    def pids(self):
-        return [p.pid for p in self.processes]
-
-
-class Sampler(threading.Thread):
-    """Every 100 ms: daphne's threads and PostgreSQL's client connections (all, and not idle)."""
-
-    def __init__(self, daphne_pids):
-        super().__init__(daemon=True)
-        self.daphne_pids = daphne_pids
-        self.stop_event = threading.Event()
-        self.threads, self.connections, self.active = [], [], []
-
-    def run(self):
-        with psycopg.connect(os.environ["DATABASE_URL"], autocommit=True) as conn:
-            me = conn.info.backend_pid
-            while not self.stop_event.wait(0.1):
-                threads = 0
-                for pid in self.daphne_pids:
-                    try:
-                        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-                            if line.startswith("Threads:"):
-                                threads += int(line.split()[1])
-                    except OSError:
-                        pass
-                self.threads.append(threads)
-                row = conn.execute(
-                    "SELECT count(*), count(*) FILTER (WHERE state <> 'idle') FROM pg_stat_activity"
-                    " WHERE datname = current_database() AND backend_type = 'client backend' AND pid <> %s",
-                    [me],
-                ).fetchone()
-                self.connections.append(row[0] - 1)  # this process's own Django connection
-                self.active.append(row[1])
-
-    def stop(self):
-        self.stop_event.set()
-        self.join(timeout=5)
-        return {
-            "daphne_threads_max": max(self.threads, default=0),
-            "pg_connections_max": max(self.connections, default=0),
-            "pg_busy_max": max(self.active, default=0),
-            "pg_busy_median": statistics.median(self.active) if self.active else 0,
-            "sampler_queries": len(self.connections),
-        }
-
-
 # --- the load generator --------------------------------------------------------------------------
-
-
-def payload(tag: str, n: int) -> bytes:
-    return json.dumps({
-        "firstName": "Ada",
-        "lastName": "Lovelace",
-        "email": f"{tag}-{n}@bench.example.com",
-        "phone": "+1 415 555 2671",
-        "company": "Analytical Engines Ltd",
-        "message": "We would like help automating our invoicing and reporting; about 40 people use the current tool.",
-        "serviceType": "dedicated_team",  # not prototype-eligible: no per-email/IP hold
-        "sourcePage": "https://example.com/services/dedicated-team",
-        "utm": {"source": "google", "medium": "cpc", "campaign": "bench"},
-        "steps": {"team_size": "5-10", "timeline": "this quarter", "stack": ["python", "react"]},
-    }).encode()  # fmt: skip
-
-
-def percentile(sorted_values, q):
-    if not sorted_values:
-        return None
-    k = (len(sorted_values) - 1) * q
-    lo = int(k)
-    hi = min(lo + 1, len(sorted_values) - 1)
-    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (k - lo)
-
-
-async def load(urls, *, concurrency, warmup, duration, tag, on_window_start, on_window_end):
-    """Closed loop: `concurrency` clients post back to back (client i to urls[i % len]) until the window ends."""
-    loop = asyncio.get_running_loop()
-    records = []  # (started, ended, status, error)
-    counter = iter(range(10**9))
-    headers = {"Content-Type": "application/json"}
-    start = loop.time()
-    measure_from, measure_to = start + warmup, start + warmup + duration
-    window = {}
-
-    async def client(session, url):
-        while loop.time() < measure_to:
-            body = payload(tag, next(counter))
-            began = loop.time()
-            status, error = 0, ""
-            try:
-                async with session.post(url, data=body, headers=headers) as response:
-                    await response.read()
-                    status = response.status
-                    if status != 200:
-                        error = f"HTTP {status}"
-            except Exception as exc:  # noqa: BLE001 - every failure counts as an error
-                error = type(exc).__name__
-            records.append((began, loop.time(), status, error))
-
-    async def timekeeper():
-        await asyncio.sleep(max(measure_from - loop.time(), 0))
-        window["start"] = on_window_start()
-        await asyncio.sleep(max(measure_to - loop.time(), 0))
-        window["end"] = on_window_end()
-
-    connector = aiohttp.TCPConnector(limit=0)
-    async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=60)) as session:
-        await asyncio.gather(timekeeper(), *(client(session, urls[i % len(urls)]) for i in range(concurrency)))
-    return records, measure_from, measure_to, window
 
 
 def start_py_spy(daphne, tag):
@@ -353,22 +190,6 @@ def start_py_spy(daphne, tag):
     return subprocess.Popen([py_spy, "record", "-p", str(daphne.pid), "-d", str(int(ARGS.duration)), "-r", "100",
                              "-f", "raw", "-o", str(out), "--nonblocking", "--gil"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
-
-
-def server_counters():
-    """Totals of the shared servers: to tell new connections (churn) from reused ones, and statements made."""
-    info = redis.Redis.from_url(os.environ["REDIS_URL"]).info("stats")
-    with psycopg.connect(os.environ["DATABASE_URL"], autocommit=True) as conn:
-        conn.execute("SELECT pg_stat_clear_snapshot()")
-        sessions, commits, rollbacks = conn.execute(
-            "SELECT sessions, xact_commit, xact_rollback FROM pg_stat_database WHERE datname = current_database()"
-        ).fetchone()
-    return {
-        "redis_connections": info["total_connections_received"],
-        "redis_commands": info["total_commands_processed"],
-        "pg_sessions": sessions,
-        "pg_transactions": commits + rollbacks,
-    }
 
 
 def run_phase(server, *, scenario, round_no, endpoint, concurrency, meter):
@@ -390,8 +211,8 @@ def run_phase(server, *, scenario, round_no, endpoint, concurrency, meter):
         return meter.sample()
 
     records, t0, t1, window = asyncio.run(
-        load([u + path for u in server.urls], concurrency=concurrency, warmup=ARGS.warmup, duration=ARGS.duration,
-             tag=tag, on_window_start=window_start, on_window_end=meter.sample)
+        load([u + path for u in server.urls], form_request, concurrency=concurrency, warmup=ARGS.warmup,
+             duration=ARGS.duration, tag=tag, on_window_start=window_start, on_window_end=meter.sample)
     )  # fmt: skip
     samples = sampler.stop()
     counters_after = server_counters()
@@ -490,7 +311,7 @@ def warm_up(base_urls):
             for base in base_urls:
                 for path in (BARE_PATH, INTAKE_PATH):
                     for n in range(30):
-                        body = payload(f"warm-{abs(hash((base, path)))}", n)
+                        body = form_body(f"warm-{abs(hash((base, path)))}", n)
                         async with session.post(base + path, data=body, headers=headers) as r:
                             if r.status != 200:
                                 raise BenchError(f"warm-up {base + path}: HTTP {r.status}: {(await r.text())[:500]}")
@@ -558,7 +379,7 @@ def profile(count):
     with override_settings(JOBS_DISPATCH_LINGER_MS=0):
         for endpoint, path in (("bare", BARE_PATH), ("intake", INTAKE_PATH)):
             for n in range(20):  # warm: imports, URLconf, the pool's connection, the upstream connection
-                client.post(path, payload(f"prof-warm-{endpoint}", n), content_type="application/json")
+                client.post(path, form_body(f"prof-warm-{endpoint}", n), content_type="application/json")
             originals = [(owner, name, getattr(owner, name)) for owner, name in patches]
             spent.clear()
             for owner, name, fn in originals:
@@ -567,7 +388,7 @@ def profile(count):
                 with CaptureQueriesContext(conn) as queries:
                     wall, cpu = time.perf_counter(), time.process_time()
                     for n in range(count):
-                        response = client.post(path, payload(f"prof-{endpoint}", n), content_type="application/json")
+                        response = client.post(path, form_body(f"prof-{endpoint}", n), content_type="application/json")
                         if response.status_code != 200:
                             raise BenchError(f"profile {path}: HTTP {response.status_code}: {response.content[:300]!r}")
                     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
@@ -597,7 +418,7 @@ def identity_ab(client, count):
         for enabled in (True, False) if n % 2 else (False, True):
             with override_settings(LEAD_IDENTITY_ENABLED=enabled):
                 started = time.process_time()
-                response = client.post(INTAKE_PATH, payload(f"prof-identity-{enabled}", n),
+                response = client.post(INTAKE_PATH, form_body(f"prof-identity-{enabled}", n),
                                        content_type="application/json")  # fmt: skip
                 spent[enabled] += time.process_time() - started
             if response.status_code != 200:
@@ -655,11 +476,12 @@ def main():
     call_command("migrate", verbosity=0, interactive=False)
     print(f"  done in {time.monotonic() - t:.1f}s", flush=True)
 
-    servers = [Server("project", ARGS.daphne_procs, {**os.environ, **daphne_overrides()})]
+    project_env = {**os.environ, **daphne_overrides(ARGS.daphne_env)}
+    servers = [Server("project", ARGS.daphne_procs, project_env, out_dir=OUT_DIR)]
     variant = ARGS.variant_procs or ARGS.variant_env
     if variant:
-        variant_env = {**os.environ, **daphne_overrides(), **daphne_overrides(ARGS.variant_env)}
-        servers.append(Server("variant", ARGS.variant_procs or ARGS.daphne_procs, variant_env))
+        variant_env = {**os.environ, **daphne_overrides(ARGS.daphne_env), **daphne_overrides(ARGS.variant_env)}
+        servers.append(Server("variant", ARGS.variant_procs or ARGS.daphne_procs, variant_env, out_dir=OUT_DIR))
     info = bench_info()
     if variant:
         info["variant"] = {"procs": len(servers[1].ports), "env": daphne_overrides(ARGS.variant_env)}
@@ -674,7 +496,7 @@ def main():
     fake = start_process("fake_llm", llm, env=dict(os.environ), out_dir=OUT_DIR)
     phases, failed_check, profiles = [], False, {}
     try:
-        wait_http(fake, f"{FAKE_URL}/_stats")
+        wait_http(fake, f"{FAKE_URL}/_stats", status=200)
         for server in servers:
             server.start()
             warm_up(server.urls)
@@ -810,8 +632,4 @@ def print_table(phases, summary):
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except BenchError as exc:
-        print(f"bench: {exc}", file=sys.stderr)
-        sys.exit(2)
+    run(main, "intake")

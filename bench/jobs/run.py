@@ -51,12 +51,12 @@ def parse_args():
     return parser.parse_args()
 
 
-ARGS = parse_args()
+ARGS = parse_args() if __name__ == "__main__" else None  # before Django is set up: --help needs no servers
 
 import django  # noqa: E402
 
 django.setup()
-for module in ARGS.include:  # after setup, as in the worker
+for module in ARGS.include if ARGS else ():  # after setup, as in the worker
     __import__(module)
 
 import redis  # noqa: E402
@@ -77,6 +77,7 @@ from bench.common import (  # noqa: E402
     log_tail,
     machine_info,
     redis_client,
+    run,
     start_process,
     stop_process,
 )
@@ -513,8 +514,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except BenchError as exc:
-        print(f"bench: {exc}", file=sys.stderr)
-        sys.exit(2)
+    run(main, "jobs")

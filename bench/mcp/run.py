@@ -46,6 +46,7 @@ from bench.common import (  # noqa: E402
     check_services,
     free_port,
     machine_info,
+    run,
     start_process,
     stop_process,
     wait_http,
@@ -69,6 +70,7 @@ def parse_args():
     parser.add_argument("--delay-ms", type=float, default=20.0, help="Kapa's answer time")
     parser.add_argument("--target-ratio", type=float, default=0.8)
     parser.add_argument("--servers", default="bare,ours")
+    parser.add_argument("--results", type=Path, default=RESULTS, help="JSON output (default %(default)s)")
     return parser.parse_args()
 
 
@@ -138,7 +140,7 @@ async def phase(base, tokens, arguments, *, clients, warmup, duration):
 
 
 def recorded_calls(subs) -> int:
-    from tracking.models import TrackedUser
+    from docs_users.models import TrackedUser
 
     return sum(user.mcp_tool_counts.get("search_docs", 0) for user in TrackedUser.objects.filter(sub__in=subs))
 
@@ -232,20 +234,16 @@ def main():
         ratio = round(summary["ours"]["calls_per_s"] / summary["bare"]["calls_per_s"], 3)
     report = {
         "machine": machine,
-        "settings": vars(args),
+        "settings": vars(args) | {"results": str(args.results)},
         "rounds": results,
         "summary": summary,
         "ratio_ours_to_bare": ratio,
         "target_met": ratio is not None and ratio >= args.target_ratio,
     }
-    RESULTS.write_text(json.dumps(report, indent=2) + "\n")
+    args.results.write_text(json.dumps(report, indent=2) + "\n")
     print(json.dumps({"summary": summary, "ratio_ours_to_bare": ratio}, indent=2))
     return 0 if report["target_met"] else 1
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except BenchError as exc:
-        print(f"bench failed: {exc}", file=sys.stderr)
-        sys.exit(2)
+    run(main, "mcp")

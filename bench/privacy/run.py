@@ -43,7 +43,7 @@ def parse_args():
     return parser.parse_args()
 
 
-ARGS = parse_args()
+ARGS = parse_args() if __name__ == "__main__" else None  # before Django is set up: --help needs no servers
 
 import django  # noqa: E402
 
@@ -55,9 +55,10 @@ from django.core.management import call_command  # noqa: E402
 from django.core.serializers.json import DjangoJSONEncoder  # noqa: E402
 from django.db import connection, transaction  # noqa: E402
 
-from bench.common import BenchError, CpuMeter, check_services, machine_info, proc_stat  # noqa: E402
+from bench.common import BenchError, CpuMeter, check_services, machine_info, proc_stat, run  # noqa: E402
 from chat.models import ChatMessage, ChatSession  # noqa: E402
 from crm.models import Contact, Task, TimelineEvent  # noqa: E402
+from docs_users.models import TrackedUser  # noqa: E402
 from jobs.models import Job, JobAttempt  # noqa: E402
 from leadgen.models import Lead  # noqa: E402
 from privacy import services  # noqa: E402
@@ -65,7 +66,6 @@ from privacy.selectors import subject_find, subject_named  # noqa: E402
 from prototypes.models import Prototype, PrototypeEvent  # noqa: E402
 from sources.models import InboundLead, InboundRequest, InboundSource  # noqa: E402
 from stores.models import Store  # noqa: E402
-from tracking.models import TrackedUser  # noqa: E402
 
 # --- everyone else: generated in the database, a few seconds per 100,000 rows ------------------------
 
@@ -342,8 +342,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except BenchError as exc:
-        print(f"bench error: {exc}", file=sys.stderr)
-        sys.exit(2)
+    run(main, "privacy")

@@ -63,10 +63,7 @@ def parse_args():
     return args
 
 
-ARGS = parse_args()
-OUT_DIR.mkdir(parents=True, exist_ok=True)
-_soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-resource.setrlimit(resource.RLIMIT_NOFILE, (_hard, _hard))  # the servers inherit it: hundreds of sockets
+ARGS = parse_args() if __name__ == "__main__" else None  # before Django is set up: --help needs no servers
 
 from bench.common import (  # noqa: E402
     BenchError,
@@ -78,6 +75,7 @@ from bench.common import (  # noqa: E402
     postmaster_pid,
     proc_stat,
     redis_client,
+    run,
     start_nginx,
     start_process,
     stop_process,
@@ -361,6 +359,9 @@ def median_of(rounds, phase, key):
 
 
 def main():
+    OUT_DIR.mkdir(parents=True, exist_ok=True)
+    _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # the servers inherit it: hundreds of sockets
     check_services()
     call_command("migrate", verbosity=0)
     env = dict(os.environ)
@@ -443,8 +444,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except BenchError as exc:
-        print(f"bench/scale: {exc}", file=sys.stderr)
-        sys.exit(2)
+    run(main, "scale")

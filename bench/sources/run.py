@@ -35,7 +35,6 @@ import os
 import statistics
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -87,7 +86,7 @@ def parse_args():
     return parser.parse_args()
 
 
-ARGS = parse_args()
+ARGS = parse_args() if __name__ == "__main__" else None  # before Django is set up: --help needs no servers
 
 
 from bench.common import free_port  # noqa: E402  (stdlib only at import; Django is set up below)
@@ -117,8 +116,6 @@ import django  # noqa: E402
 django.setup()
 
 import aiohttp  # noqa: E402
-import psycopg  # noqa: E402
-import redis  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
@@ -128,27 +125,27 @@ from django.db.models.functions import Concat  # noqa: E402
 from bench.common import (  # noqa: E402
     BenchError,
     CpuMeter,
-    check_alive,
     check_services,
-    log_tail,
     machine_info,
+    percentile,
+    run,
     start_process,
     stop_process,
+    wait_http,
 )
+from bench.daphne import (  # noqa: E402
+    Sampler,
+    Server,
+    daphne_overrides,
+    form_request,
+    http_json,
+    load,
+    server_counters,
+)  # noqa: E402
 from jobs.models import Job  # noqa: E402
 from leadgen.models import Lead  # noqa: E402
 from sources.models import InboundLead, InboundRequest, InboundSource  # noqa: E402
 from standins.platforms import generic_webhook, standard_webhooks_secret  # noqa: E402
-
-
-def daphne_overrides(items=None):
-    out = {}
-    for item in ARGS.daphne_env if items is None else items:
-        name, sep, value = item.partition("=")
-        if not sep:
-            raise BenchError(f"--daphne-env expects NAME=VALUE, got {item!r}")
-        out[name] = value
-    return out
 
 
 def bench_info():
@@ -168,129 +165,10 @@ def bench_info():
         standardwebhooks=getattr(standardwebhooks, "__version__", "?"),
         postgres_max_connections=pg_max_connections,
         server=f"{ARGS.daphne_procs} daphne process(es) serving both endpoints",
-        daphne_env_overrides=daphne_overrides(),
+        daphne_env_overrides=daphne_overrides(ARGS.daphne_env),
         database_pool_per_process=dict(settings.DATABASES["default"].get("OPTIONS", {}).get("pool") or {}),
         loadavg_at_end=None,
     )
-
-
-# --- processes -------------------------------------------------------------------------------
-
-
-def wait_http(process, url, timeout=60.0):
-    import urllib.error
-    import urllib.request
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        check_alive(process)
-        try:
-            with urllib.request.urlopen(url, timeout=2) as response:
-                if response.status == 200:
-                    return
-        except (urllib.error.URLError, OSError):
-            pass
-        time.sleep(0.1)
-    raise BenchError(f"{process.name} not answering {url} after {timeout}s:\n{log_tail(process)}")
-
-
-def http_json(method, url, body=None):
-    import urllib.request
-
-    data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=10) as response:
-        return json.loads(response.read())
-
-
-class Server:
-    """A group of daphne processes serving the bench, started as bench/intake starts them: the project as
-    configured, or the variant."""
-
-    def __init__(self, name, procs, env, root=None):
-        self.name, self.env, self.root = name, env, root
-        self.ports = [free_port() for _ in range(procs)]
-        self.urls = [f"http://127.0.0.1:{port}" for port in self.ports]
-        self.processes = []
-
-    def start(self):
-        for i, port in enumerate(self.ports):
-            command = [str(BIN / "daphne"), "-b", "127.0.0.1", "-p", str(port), "config.asgi:application"]
-            if self.root:  # daphne puts its working directory first on sys.path: the variant's code is imported
-                command = ["env", "-C", str(self.root), *command]
-            self.processes.append(start_process(f"daphne-{self.name}{i}", command, env=self.env, out_dir=OUT_DIR))
-        for process, url in zip(self.processes, self.urls, strict=True):
-            wait_http(process, f"{url}/healthz")
-
-    def check_alive(self):
-        for process in self.processes:
-            check_alive(process)
-
-    def stop(self):
-        for process in self.processes:
-            stop_process(process, timeout=10)
-
-    @property
-    def pids(self):
-        return [p.pid for p in self.processes]
-
-
-class Sampler(threading.Thread):
-    """Every 100 ms: daphne's threads and PostgreSQL's client connections (all, and not idle)."""
-
-    def __init__(self, daphne_pids):
-        super().__init__(daemon=True)
-        self.daphne_pids = daphne_pids
-        self.stop_event = threading.Event()
-        self.threads, self.connections, self.active = [], [], []
-
-    def run(self):
-        with psycopg.connect(os.environ["DATABASE_URL"], autocommit=True) as conn:
-            me = conn.info.backend_pid
-            while not self.stop_event.wait(0.1):
-                threads = 0
-                for pid in self.daphne_pids:
-                    try:
-                        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-                            if line.startswith("Threads:"):
-                                threads += int(line.split()[1])
-                    except OSError:
-                        pass
-                self.threads.append(threads)
-                row = conn.execute(
-                    "SELECT count(*), count(*) FILTER (WHERE state <> 'idle') FROM pg_stat_activity"
-                    " WHERE datname = current_database() AND backend_type = 'client backend' AND pid <> %s",
-                    [me],
-                ).fetchone()
-                self.connections.append(row[0] - 1)  # this process's own Django connection
-                self.active.append(row[1])
-
-    def stop(self):
-        self.stop_event.set()
-        self.join(timeout=5)
-        return {
-            "daphne_threads_max": max(self.threads, default=0),
-            "pg_connections_max": max(self.connections, default=0),
-            "pg_busy_max": max(self.active, default=0),
-            "pg_busy_median": statistics.median(self.active) if self.active else 0,
-            "sampler_queries": len(self.connections),
-        }
-
-
-def server_counters():
-    """Totals of the shared servers: statements and commands made, connections opened."""
-    info = redis.Redis.from_url(os.environ["REDIS_URL"]).info("stats")
-    with psycopg.connect(os.environ["DATABASE_URL"], autocommit=True) as conn:
-        conn.execute("SELECT pg_stat_clear_snapshot()")
-        sessions, commits, rollbacks = conn.execute(
-            "SELECT sessions, xact_commit, xact_rollback FROM pg_stat_database WHERE datname = current_database()"
-        ).fetchone()
-    return {
-        "redis_connections": info["total_connections_received"],
-        "redis_commands": info["total_commands_processed"],
-        "pg_sessions": sessions,
-        "pg_transactions": commits + rollbacks,
-    }
 
 
 # --- what the clients send -------------------------------------------------------------------------
@@ -301,23 +179,6 @@ PERSON = {
     "company": "Analytical Engines Ltd",
     "message": "We would like help automating our invoicing and reporting; about 40 people use the current tool.",
 }
-
-
-def intake_request(tag: str, n: int) -> tuple[bytes, dict]:
-    """The web form's body, as bench/intake sends it."""
-    body = json.dumps({
-        "firstName": "Ada",
-        "lastName": PERSON["last_name"],
-        "email": f"{tag}-{n}@{EMAIL_DOMAIN}",
-        "phone": PERSON["phone"],
-        "company": PERSON["company"],
-        "message": PERSON["message"],
-        "serviceType": "dedicated_team",  # not prototype-eligible: no per-email/IP hold
-        "sourcePage": "https://example.com/services/dedicated-team",
-        "utm": {"source": "google", "medium": "cpc", "campaign": "bench"},
-        "steps": {"team_size": "5-10", "timeline": "this quarter", "stack": ["python", "react"]},
-    }).encode()  # fmt: skip
-    return body, {"Content-Type": "application/json"}
 
 
 def webhook_request(secret: str, tag: str, n: int) -> tuple[bytes, dict]:
@@ -343,55 +204,10 @@ def webhook_request(secret: str, tag: str, n: int) -> tuple[bytes, dict]:
 # --- the load generator --------------------------------------------------------------------------
 
 
-def percentile(sorted_values, q):
-    if not sorted_values:
-        return None
-    k = (len(sorted_values) - 1) * q
-    lo = int(k)
-    hi = min(lo + 1, len(sorted_values) - 1)
-    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (k - lo)
-
-
-async def load(urls, build, *, concurrency, warmup, duration, tag, on_window_start, on_window_end):
-    """Closed loop: `concurrency` clients post back to back (client i to urls[i % len]) until the window ends."""
-    loop = asyncio.get_running_loop()
-    records = []  # (started, ended, status, error)
-    counter = iter(range(10**9))
-    start = loop.time()
-    measure_from, measure_to = start + warmup, start + warmup + duration
-    window = {}
-
-    async def client(session, url):
-        while loop.time() < measure_to:
-            body, headers = build(tag, next(counter))
-            began = loop.time()
-            status, error = 0, ""
-            try:
-                async with session.post(url, data=body, headers=headers) as response:
-                    await response.read()
-                    status = response.status
-                    if status != 200:
-                        error = f"HTTP {status}"
-            except Exception as exc:  # noqa: BLE001 - every failure counts as an error
-                error = type(exc).__name__
-            records.append((began, loop.time(), status, error))
-
-    async def timekeeper():
-        await asyncio.sleep(max(measure_from - loop.time(), 0))
-        window["start"] = on_window_start()
-        await asyncio.sleep(max(measure_to - loop.time(), 0))
-        window["end"] = on_window_end()
-
-    connector = aiohttp.TCPConnector(limit=0)
-    async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=60)) as session:
-        await asyncio.gather(timekeeper(), *(client(session, urls[i % len(urls)]) for i in range(concurrency)))
-    return records, measure_from, measure_to, window
-
-
 def run_phase(server, source, *, round_no, endpoint, meter):
     tag = f"r{round_no}-{server.name}-{endpoint}"
     if endpoint == "intake":
-        path, build = INTAKE_PATH, intake_request
+        path, build = INTAKE_PATH, form_request
     else:
         path, build = webhook_path(source), lambda tag, n: webhook_request(source.secret, tag, n)
     last_job = Job.objects.order_by("-pk").values_list("pk", flat=True).first() or 0
@@ -520,7 +336,7 @@ def warm_up(base_urls, source):
                     for n in range(30):
                         tag = f"warm-{base.rsplit(':', 1)[1]}-{endpoint}"
                         if endpoint == "intake":
-                            url, (body, headers) = base + INTAKE_PATH, intake_request(tag, n)
+                            url, (body, headers) = base + INTAKE_PATH, form_request(tag, n)
                         else:
                             url, (body, headers) = base + webhook_path(source), webhook_request(source.secret, tag, n)
                         async with session.post(url, data=body, headers=headers) as r:
@@ -623,6 +439,7 @@ def profile(count, public_id):
 
     import jobs.dispatch as job_dispatch
     import jobs.services as job_services
+    import leadgen.intake as lead_intake
     import leadgen.services as lead_services
     from sources import platforms as source_platforms
     from sources import selectors as source_selectors
@@ -660,8 +477,8 @@ def profile(count, public_id):
         (serializers.Serializer, "is_valid", "is_valid"),
         (lead_services, "lead_classify", "lead_classify"),
         (lead_services, "lead_create", "lead_create"),
-        (lead_services, "lead_receive_check", "lead_receive_check"),
-        (lead_services, "lead_receive_save", "lead_receive_save"),
+        (lead_intake, "lead_receive_check", "lead_receive_check"),
+        (lead_intake, "lead_receive_save", "lead_receive_save"),
         (lead_services, "lead_fan_out", "lead_fan_out"),
         (job_services, "insert_many_on_conflict", "insert_many_on_conflict"),
         (job_dispatch.run_messages, "submit", "submit"),
@@ -681,7 +498,7 @@ def profile(count, public_id):
 
     def send(endpoint, tag, n):
         if endpoint == "intake":
-            body, headers = intake_request(tag, n)
+            body, headers = form_request(tag, n)
             path = INTAKE_PATH
         else:
             body, headers = webhook_request(source.secret, tag, n)
@@ -808,12 +625,13 @@ def main():
     print(f"  done in {time.monotonic() - t:.1f}s", flush=True)
     source = source_create()
 
-    servers = [Server("project", ARGS.daphne_procs, {**os.environ, **daphne_overrides()})]
+    project_env = {**os.environ, **daphne_overrides(ARGS.daphne_env)}
+    servers = [Server("project", ARGS.daphne_procs, project_env, out_dir=OUT_DIR)]
     if ARGS.variant_env or ARGS.variant_root:
-        variant_env = {**os.environ, **daphne_overrides(), **daphne_overrides(ARGS.variant_env)}
+        variant_env = {**os.environ, **daphne_overrides(ARGS.daphne_env), **daphne_overrides(ARGS.variant_env)}
         if ARGS.variant_root:
             variant_env["PYTHONPATH"] = str(ARGS.variant_root.resolve())
-        servers.append(Server("variant", ARGS.daphne_procs, variant_env, root=ARGS.variant_root))
+        servers.append(Server("variant", ARGS.daphne_procs, variant_env, out_dir=OUT_DIR, root=ARGS.variant_root))
     info = bench_info()
     if len(servers) > 1:
         info["variant"] = {"root": str(ARGS.variant_root or ROOT), "env": daphne_overrides(ARGS.variant_env)}
@@ -826,7 +644,7 @@ def main():
     fake = start_process("fake_llm", llm, env=dict(os.environ), out_dir=OUT_DIR)
     phases, failed_check, profile_result, retries = [], False, None, {}
     try:
-        wait_http(fake, f"{FAKE_URL}/_stats")
+        wait_http(fake, f"{FAKE_URL}/_stats", status=200)
         http_json("POST", f"{FAKE_URL}/_control", {"delay_ms": ARGS.upstream_ms})
         for server in servers:
             server.start()
@@ -942,8 +760,4 @@ def print_table(phases, summary):
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except BenchError as exc:
-        print(f"bench: {exc}", file=sys.stderr)
-        sys.exit(2)
+    run(main, "sources")

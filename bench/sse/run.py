@@ -52,19 +52,18 @@ def parse_args():
     parser.add_argument("--interval", type=float, default=1.0, help="seconds between part frames (default 1)")
     parser.add_argument("--target-p99-ms", type=float, default=250.0)
     parser.add_argument("--target-ratio", type=float, default=0.8)
+    parser.add_argument("--results", type=Path, default=RESULTS, help="JSON output (default %(default)s)")
     return parser.parse_args()
 
 
-ARGS = parse_args()
-OUT_DIR.mkdir(parents=True, exist_ok=True)
-soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # daphne inherits it: thousands of sockets
+ARGS = parse_args() if __name__ == "__main__" else None  # before Django is set up: --help needs no servers
 
 from bench.common import (  # noqa: E402
     BenchError,
     check_services,
     free_port,
     machine_info,
+    run,
     start_process,
     stop_process,
     wait_http,
@@ -95,24 +94,19 @@ def _exit_on_signal(signum, _frame):
     raise SystemExit(128 + signum)  # unwinds through the finally blocks, then atexit
 
 
-atexit.register(stop_started)
-for _signal in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-    signal.signal(_signal, _exit_on_signal)
-
-
 def start_fake():
     """The V0 stand-in: each message ends with its stream (no finish of its own, no plan), as the bench reads it."""
-    emitted, port = OUT_DIR / "emitted.json", free_port()
-    command = [sys.executable, "-m", "standins.v0", "--port", str(port), "--api-key", "bench-key", "--parts",
+    command = [sys.executable, "-m", "standins.v0", "--port", str(FAKE_PORT), "--api-key", "bench-key", "--parts",
                str(ARGS.parts), "--interval", str(ARGS.interval), "--finish-after", "0", "--plan-every", "0",
-               "--emitted", str(emitted)]  # fmt: skip
+               "--emitted", str(EMITTED)]  # fmt: skip
     process = start("fake-v0", command)
-    url = f"http://127.0.0.1:{port}/v2"
-    wait_http(process, f"{url}/chats", timeout=30)
-    return process, url, emitted
+    wait_http(process, f"{FAKE_URL}/chats", timeout=30)
+    return process
 
 
-FAKE, FAKE_URL, EMITTED = start_fake()
+FAKE_PORT = free_port()  # the stand-in is started by main(), this process's settings name it first
+FAKE_URL = f"http://127.0.0.1:{FAKE_PORT}/v2"
+EMITTED = OUT_DIR / "emitted.json"
 BENCH_ENV = {
     "DJANGO_SETTINGS_MODULE": "bench.sse.settings",
     "PYTHONPATH": str(ROOT),
@@ -221,6 +215,13 @@ def percentiles(values):
 
 
 def main():
+    OUT_DIR.mkdir(parents=True, exist_ok=True)
+    _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # daphne inherits it: thousands of sockets
+    atexit.register(stop_started)
+    for number in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(number, _exit_on_signal)
+    start_fake()
     check_services()
     call_command("migrate", verbosity=0)
     Prototype.objects.all().delete()
@@ -374,7 +375,7 @@ def main():
         "events_per_s_ratio": results["ratio_events_per_s"] >= ARGS.target_ratio,
     }
     results["targets_met"] = met
-    RESULTS.write_text(json.dumps(results, indent=2) + "\n")
+    ARGS.results.write_text(json.dumps(results, indent=2) + "\n")
     print(json.dumps(results, indent=2))
     return 0 if all(met.values()) else 1
 
@@ -395,8 +396,4 @@ async def _create_chats(count):
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except BenchError as exc:
-        print(f"bench/sse: {exc}", file=sys.stderr)
-        sys.exit(2)
+    run(main, "sse")

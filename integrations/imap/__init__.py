@@ -1,5 +1,1 @@
 """IMAP: the client for lead-notification mailboxes."""
-
-from integrations.imap.client import FetchedMessage, ImapClient, MailboxSettings
-
-__all__ = ["FetchedMessage", "ImapClient", "MailboxSettings"]

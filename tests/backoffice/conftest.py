@@ -1,9 +1,11 @@
 """Two stores, their staff, and leads with tasks at known times: the back office's test world."""
 
-from datetime import UTC, datetime, time
+from datetime import time
 from itertools import count
 
 import pytest
+
+from tests.factories import EmailLeadFactory
 
 _numbers = count(1)
 
@@ -44,17 +46,11 @@ def make_email_lead():
     from crm.services import lead_created_process
     from leadgen.models import Lead
 
-    def make(store, *, received_at=None, recorded_at=None, phone=None, process=True, **fields):
+    def make(store, *, recorded_at=None, phone=None, process=True, **fields):
         n = next(_numbers)
-        received_at = received_at or datetime(2026, 6, 10, 14, 0, tzinfo=UTC)
-        values = {
-            "channel": Lead.Channel.EMAIL, "first_name": "Jane", "last_name": f"Doe{n}",
-            "phone": phone or f"+1415555{n:04d}", "lead_type": "Web Lead", "store": store,
-            "franchise": store.franchise, "account_id": store.account_id, "received_at": received_at,
-            "parse_state": Lead.ParseState.PARSED, "processed_by": "imap-poller", "dedup_key": f"bo#{n}",
-            "email": f"jane{n}@example.com",
-        }  # fmt: skip
-        lead = Lead.objects.create(**{**values, **fields})
+        # Each lead its own person: no two are the same contact.
+        values = {"last_name": f"Doe{n}", "phone": phone or f"+1415555{n:04d}", "email": f"jane{n}@example.com"}
+        lead = EmailLeadFactory(store=store, **{**values, **fields})
         if recorded_at is not None:
             Lead.objects.filter(pk=lead.pk).update(created_at=recorded_at)
             lead.created_at = recorded_at
@@ -112,7 +108,7 @@ def completed_prototype():
     from prototypes.models import Prototype
 
     def make(lead, url):
-        prototype = prototype_services.prototype_open(lead=lead)
+        prototype = prototype_services.prototype_open(lead_id=lead.pk)
         Prototype.objects.filter(pk=prototype.pk).update(
             state=Prototype.State.COMPLETED, preview_url=url, title="Gym booking app", finished_at=timezone.now()
         )

@@ -17,6 +17,7 @@ from foundation.staff_groups import MANAGERS, OPERATIONS, SALES
 from jobs.models import Job
 from leadgen.models import Lead
 from tests.browser import admin_login
+from tests.factories import LeadFactory
 
 pytestmark = pytest.mark.browser
 
@@ -42,7 +43,7 @@ def busy_week(make_email_lead, downtown, uptown):
                 Task.objects.filter(source_lead=lead).update(
                     status=Task.Status.DONE, completed_at=lead.received_at + timedelta(minutes=3 + 4 * n)
                 )
-        Lead.objects.create(email=f"web{day}@example.com", status=Lead.Status.SPAM if day % 2 else Lead.Status.LEAD)
+        LeadFactory(email=f"web{day}@example.com", status=Lead.Status.SPAM if day % 2 else Lead.Status.LEAD)
     Job.objects.create(kind="crm.lead_created", key="crm.lead_created:dead", status="dead", attempts=8)
 
 

@@ -13,9 +13,9 @@ from django.urls import reverse
 from chat.models import ChatSession
 from crm.models import Contact, Task, TimelineEvent
 from foundation.staff_groups import MANAGERS, OPERATIONS, SALES
-from leadgen.models import Lead
 from prototypes.models import Prototype
 from stores.models import Store
+from tests.factories import LeadFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -27,7 +27,7 @@ def world(make_email_lead, downtown, uptown, staff, client, conversation, comple
     for lead in (mine, theirs):
         conversation(f"chat-{lead.first_name}", lead, [("Hello", "Hi", "complete")])
         completed_prototype(lead, f"https://v0.example.dev/preview/{lead.pk}")
-    web = Lead.objects.create(email="web@example.com", first_name="Web")  # no store
+    web = LeadFactory(email="web@example.com", first_name="Web")  # no store
     ana = staff("ana", SALES, stores=[downtown])
     client.force_login(ana)
     return {"mine": mine, "theirs": theirs, "web": web, "client": client, "ana": ana}

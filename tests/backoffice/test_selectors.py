@@ -11,11 +11,13 @@ from backoffice import dashboard
 from chat.models import ChatSession
 from crm import selectors
 from crm.models import Task
+from docs_users.models import TrackedUser
 from jobs.breaker import CacheCircuitStorage
 from jobs.models import Job
 from leadgen.models import Lead
 from prototypes.models import Prototype
-from tracking.models import Mailbox, TrackedUser
+from tests.factories import LeadFactory
+from tracking.models import Mailbox
 from tracking.services import LEAD_WRITE_BREAKER, POLL_KIND
 
 pytestmark = pytest.mark.django_db
@@ -37,7 +39,7 @@ def test_leads_per_day_by_channel_and_classification_with_users_only_for_every_s
 ):
     recorded(make_email_lead(downtown, process=False), at(8))
     recorded(make_email_lead(uptown, process=False, status=Lead.Status.SPAM), at(10))
-    recorded(Lead.objects.create(email="v@vendor.example", status=Lead.Status.VENDOR), at(10, 23, 59))
+    recorded(LeadFactory(email="v@vendor.example", status=Lead.Status.VENDOR), at(10, 23, 59))
     recorded(make_email_lead(downtown, process=False), at(7, 23, 59))  # the day before the period
     recorded(make_email_lead(downtown, process=False), at(11, 0, 0))  # the day after
     user = TrackedUser.objects.create(sub="auth0|1", last_activity_at=at(9))
@@ -87,10 +89,10 @@ def chat(first_seen_at, lead=None):
 
 
 def test_prototypes_requested_in_the_period_by_where_they_stand(make_email_lead, downtown, uptown):
-    web = [Lead.objects.create(email=f"w{n}@example.com") for n in range(5)]
+    web = [LeadFactory(email=f"w{n}@example.com") for n in range(5)]
     for lead, state in zip(web, ("completed", "completed", "failed", "generating", "queued"), strict=True):
         prototype(lead, state, at(9))
-    prototype(Lead.objects.create(email="old@example.com"), "completed", at(7, 23, 59))  # before the period
+    prototype(LeadFactory(email="old@example.com"), "completed", at(7, 23, 59))  # before the period
     prototype(make_email_lead(downtown), "failed", at(10))
     prototype(make_email_lead(uptown), "completed", at(10))
 
@@ -104,10 +106,10 @@ def test_prototypes_requested_in_the_period_by_where_they_stand(make_email_lead,
 
 
 def test_chats_started_in_the_period_and_those_that_produced_a_lead(make_email_lead, downtown, uptown):
-    chat(at(8, 9), lead=Lead.objects.create(email="chat@example.com"))
+    chat(at(8, 9), lead=LeadFactory(email="chat@example.com"))
     chat(at(9, 10))
     chat(at(10, 23, 59))
-    chat(at(7, 23, 59), lead=Lead.objects.create(email="early@example.com"))  # before the period
+    chat(at(7, 23, 59), lead=LeadFactory(email="early@example.com"))  # before the period
     chat(at(11, 0, 0))  # after it
     chat(at(10), lead=make_email_lead(downtown))
 

@@ -206,12 +206,12 @@ def test_a_task_is_assigned_only_to_staff_of_its_store(client, staff, downtown, 
 
 
 def test_tracked_users_need_an_explicit_permission(client, staff, downtown):
-    from tracking.models import TrackedUser
+    from docs_users.models import TrackedUser
 
     user = TrackedUser.objects.create(sub="auth0|x", email="reader@example.com", last_activity_at=timezone.now())
     for groups in ((SALES,), (OPERATIONS,)):
         client.force_login(staff("-".join(groups), *groups, stores=[downtown]))
-        assert client.get(reverse("admin:tracking_trackeduser_change", args=[user.pk])).status_code == 403
-        assert client.get(reverse("admin:tracking_trackeduser_changelist")).status_code == 403
+        assert client.get(reverse("admin:docs_users_trackeduser_change", args=[user.pk])).status_code == 403
+        assert client.get(reverse("admin:docs_users_trackeduser_changelist")).status_code == 403
     client.force_login(staff("boss", SALES, MANAGERS))
-    assert client.get(reverse("admin:tracking_trackeduser_change", args=[user.pk])).status_code == 200
+    assert client.get(reverse("admin:docs_users_trackeduser_change", args=[user.pk])).status_code == 200

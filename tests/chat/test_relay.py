@@ -10,7 +10,7 @@ import pytest
 
 from chat import relay, services
 from chat.models import ChatMessage, ChatSession
-from integrations.agent import AgentEvent, Timeouts, WebSocketAgentClient
+from integrations.agent.client import AgentEvent, Timeouts, WebSocketAgentClient
 from tests.chat.conftest import CHAT_KEY, chat_call, chat_request
 from tests.conftest import free_port
 

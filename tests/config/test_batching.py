@@ -6,9 +6,9 @@ import threading
 import pytest
 from django.db import connection
 
+from docs_users import activity
+from docs_users.models import TrackedUser
 from foundation.batching import Batches
-from tracking import activity
-from tracking.models import TrackedUser
 
 
 @pytest.mark.django_db(transaction=True)

@@ -1,11 +1,8 @@
 """Fixtures for the CRM: a store and email leads as the poller saves them."""
 
-from datetime import UTC, datetime
-from itertools import count
-
 import pytest
 
-_numbers = count(1)
+from tests.factories import EmailLeadFactory
 
 
 @pytest.fixture
@@ -21,15 +18,10 @@ def store(db):
 @pytest.fixture
 def make_lead(store):
     """An email lead with everything LeadCreated needs; received at 14:00 UTC (10:00 in New York) by default."""
-    from leadgen.models import Lead
 
-    def make(*, phone="+14155550132", received_at=datetime(2026, 6, 10, 14, 0, tzinfo=UTC), **fields):
-        values = {
-            "channel": Lead.Channel.EMAIL, "first_name": "Jane", "last_name": "Doe", "phone": phone,
-            "lead_type": "Web Lead", "store": store, "franchise": store.franchise, "account_id": store.account_id,
-            "received_at": received_at, "parse_state": Lead.ParseState.PARSED, "processed_by": "imap-poller",
-            "dedup_key": f"test#{next(_numbers)}",
-        }  # fmt: skip
-        return Lead.objects.create(**{**values, **fields})
+    def make(**fields):
+        # Of the fixture's store unless told otherwise (franchise and account id too, whatever the store).
+        of_the_store = {"store": store, "franchise": store.franchise, "account_id": store.account_id}
+        return EmailLeadFactory(**{**of_the_store, **fields})
 
     return make

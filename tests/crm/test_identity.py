@@ -11,17 +11,18 @@ from django.db import connection
 from django.urls import reverse
 
 from chat import services as chat_services
-from crm.events import LEAD_CREATED
+from crm.intake import LEAD_CREATED
 from crm.models import Contact, RepProfile, Task, TimelineEvent
 from crm.services import lead_created_process
+from docs_users import activity
 from jobs.models import Job
 from leadgen.models import Lead
 from leadgen.services import LEAD_ARRIVED
 from sources.models import InboundSource
 from standins import platforms as standin
+from tests.factories import LeadFactory
 from tests.sources.support import SECRETS, post, signed
 from tests.tracking.support import lead_message, run_jobs
-from tracking import activity
 from tracking.parsing import parse_lead_email
 from tracking.services import email_lead_capture
 
@@ -130,7 +131,7 @@ def test_spam_vendors_and_test_leads_make_no_contact(client):
     spam = post_form(client, form_body(email="bot@mailinator.com"))
     vendor = post_form(client, form_body(email="sales@agency.example", message="We offer link building services."))
     assert (spam.status, vendor.status) == ("spam", "vendor")
-    test_lead = Lead.objects.create(email="probe@example.com", channel="webhook", is_test=True)
+    test_lead = LeadFactory(email="probe@example.com", channel="webhook", is_test=True)
 
     for lead in (spam, vendor, test_lead):
         assert lead_created_process(lead_id=lead.pk).contact_id is None

@@ -6,7 +6,7 @@ import pytest
 from django.forms.models import model_to_dict
 
 import jobs
-from crm.events import LEAD_CREATED, lead_created_key
+from crm.intake import LEAD_CREATED, lead_created_key
 from crm.models import Contact, Task, TimelineEvent
 from crm.services import lead_created_process, tasks_mark_done
 from jobs.models import Job

@@ -5,7 +5,7 @@ from datetime import UTC, datetime
 import pytest
 from django.core.management import CommandError, call_command
 
-from crm.events import LEAD_CREATED
+from crm.intake import LEAD_CREATED
 from crm.models import Contact, Task, TimelineEvent
 from crm.services import lead_created_process
 from jobs.models import Job

@@ -17,13 +17,13 @@ from chat.models import ChatSession
 from crm.models import Contact, Task, TimelineEvent
 from crm.selectors import TIMELINE_LIMIT
 from crm.services import task_mark_contacted
+from docs_users import activity
 from foundation.staff_groups import MANAGERS, SALES
 from leadgen.models import Lead
 from leadgen.services import LEAD_ARRIVED
 from prototypes import services as prototype_services
 from prototypes.models import Prototype
 from tests.tracking.support import run_jobs
-from tracking import activity
 
 pytestmark = pytest.mark.django_db
 
@@ -64,7 +64,7 @@ def grace(client):
     """One person's touchpoints an hour apart: a form with answers, a chat that made a lead, a prototype of the
     form's lead, a docs sign-in, and the outreach task marked contacted (now)."""
     form = arrive(client, at=T0, steps={"teamSize": "10-50", "tools": ["Sheets", "Xero"]}, message="Invoices!")
-    prototype = prototype_services.prototype_open(lead=form)
+    prototype = prototype_services.prototype_open(lead_id=form.pk)
     Prototype.objects.filter(pk=prototype.pk).update(
         created_at=T0 + timedelta(minutes=1), state=Prototype.State.COMPLETED, title="Invoice bot",
         preview_url="https://v0.example.dev/preview/grace", finished_at=T0 + timedelta(minutes=20),
@@ -120,7 +120,7 @@ def test_every_touchpoint_newest_first_with_its_details(client, django_user_mode
     assert ">Completed</a>, Invoice bot" in timeline
     assert 'href="https://v0.example.dev/preview/grace" target="_blank" rel="noopener noreferrer"' in timeline
     # The docs sign-in and the task's outcome.
-    assert reverse("admin:tracking_trackeduser_change", args=[grace["reader"].pk]) in timeline
+    assert reverse("admin:docs_users_trackeduser_change", args=[grace["reader"].pk]) in timeline
     assert reverse("admin:crm_task_change", args=[grace["task"].pk]) in timeline
     assert "by ana: Booked a call for Monday" in timeline
 

@@ -15,13 +15,14 @@ from chat.models import ChatMessage, ChatSession
 from crm.models import AssignmentRule, Contact, RepProfile, Task, TimelineEvent
 from demo.office import office_load
 from demo.staff import staff_load
+from docs_users.models import TrackedUser
 from jobs.models import Job, JobAttempt
 from leadgen.models import Lead
 from prototypes.models import Prototype, PrototypeEvent
 from sources import platforms
 from sources.models import InboundLead, InboundRequest, InboundSource
 from stores.models import Store
-from tracking.models import EmailLead, Mailbox, TrackedUser
+from tracking.models import EmailLead, Mailbox
 
 FILLED = (
     Store, Lead, EmailLead, Contact, Task, TimelineEvent, RepProfile, AssignmentRule, ChatSession, ChatMessage,

@@ -7,23 +7,22 @@ import asyncio
 import contextlib
 import http.client
 import json
-import os
 import subprocess
 import time
 import uuid
-from pathlib import Path
 
 import pytest
 import requests
 
 from chat.models import ChatSession
 from leadgen.models import Lead
+from standins import nginx
 from standins.agent import Agent
 from standins.auth0 import AUDIENCE, Auth0
 from standins.kapa import Kapa
 from standins.v0 import V0, Behaviour
 from tests.conftest import free_port, subprocess_env
-from tests.deploy.conftest import PROJECT, launcher, wait_for
+from tests.deploy.conftest import launcher, wait_for
 from tests.docs_mcp.conftest import mcp_session, serve_mcp
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -68,42 +67,17 @@ def site(web, mcp, tmp_path_factory):
     static.mkdir()
     (static / "site.css").write_text("body { color: teal }\n")
     port = free_port()
-    subprocess.run(
-        [str(PROJECT / ".venv/bin/python"), str(PROJECT / "deploy/render.py"), str(prefix / "out"),
-         "--server-name", "localhost", "--listen", f"127.0.0.1:{port}", "--web", f"127.0.0.1:{web.port}",
-         "--mcp", mcp.removeprefix("http://"), "--static-root", str(static), "--metrics-allow", "127.0.0.1"],
-        check=True, capture_output=True,
-    )  # fmt: skip
-    (prefix / "nginx.conf").write_text(main_conf(prefix))
-    command = ["nginx", "-e", "stderr", "-p", str(prefix), "-c", str(prefix / "nginx.conf"), "-g", "daemon off;"]
+    command = nginx.configure(prefix, port=port, web=f"127.0.0.1:{web.port}", static_root=static,
+                              mcp=mcp.removeprefix("http://"), metrics_allow="127.0.0.1")  # fmt: skip
     with (prefix / "nginx.log").open("wb") as log:
-        nginx = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+        server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:
         wait_for(lambda: requests.get(f"{base}/healthz", timeout=2).ok, timeout=20, message="nginx")
         yield base
     finally:
-        nginx.terminate()  # the master stops its workers
-        nginx.wait(timeout=10)
-
-
-def main_conf(prefix: Path) -> str:
-    """What Debian's /etc/nginx/nginx.conf gives a site, in a folder of the test's own."""
-    kinds = ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
-    temp = "\n".join(f"    {kind}_temp_path {prefix / kind};" for kind in kinds)
-    return f"""{"user root;" if os.geteuid() == 0 else ""}
-worker_processes 1;
-pid {prefix / "nginx.pid"};
-error_log stderr warn;
-events {{ worker_connections 512; }}
-http {{
-    include /etc/nginx/mime.types;
-    default_type application/octet-stream;
-    access_log off;
-{temp}
-    include {prefix / "out/nginx/leadgen.conf"};
-}}
-"""
+        server.terminate()  # the master stops its workers
+        server.wait(timeout=10)
 
 
 @contextlib.contextmanager

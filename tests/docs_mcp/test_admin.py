@@ -5,10 +5,10 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
+from docs_users import activity
+from docs_users.models import TrackedUser
 from foundation.staff_groups import MANAGERS, SALES
 from tests.browser import admin_login
-from tracking import activity
-from tracking.models import TrackedUser
 
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "var" / "screenshots"
 
@@ -30,7 +30,7 @@ def mcp_users(db):
 def test_the_user_page_shows_tools_counts_and_redacted_contexts(client, staff_user, mcp_users, django_user_model):
     staff_user("sales", SALES, MANAGERS)
     client.force_login(django_user_model.objects.get(username="sales"))
-    page = client.get(f"/admin/tracking/trackeduser/{mcp_users.pk}/change/").content.decode()
+    page = client.get(f"/admin/docs_users/trackeduser/{mcp_users.pk}/change/").content.decode()
     assert "<tr><td>search_docs</td><td>2</td></tr>" in page
     assert "<tr><td>ask_docs</td><td>1</td></tr>" in page
     assert "user [EMAIL] asks about ACLs" in page
@@ -40,7 +40,7 @@ def test_the_user_page_shows_tools_counts_and_redacted_contexts(client, staff_us
 def test_the_clients_page_lists_each_client_with_its_users(client, staff_user, mcp_users, django_user_model):
     staff_user("sales", SALES, MANAGERS)
     client.force_login(django_user_model.objects.get(username="sales"))
-    response = client.get("/admin/tracking/trackeduser/mcp-clients/")
+    response = client.get("/admin/docs_users/trackeduser/mcp-clients/")
     assert response.status_code == 200
     rows = [(row["mcp_client"], row["users"]) for row in response.context["rows"]]
     assert rows == [("Claude Code", 2), ("Cursor", 1)]
@@ -50,9 +50,9 @@ def test_the_clients_page_lists_each_client_with_its_users(client, staff_user, m
 def test_the_clients_page_needs_the_view_permission(client, staff_user, mcp_users, django_user_model):
     staff_user("nobody")
     client.force_login(django_user_model.objects.get(username="nobody"))
-    assert client.get("/admin/tracking/trackeduser/mcp-clients/").status_code == 403
+    assert client.get("/admin/docs_users/trackeduser/mcp-clients/").status_code == 403
     client.logout()
-    assert client.get("/admin/tracking/trackeduser/mcp-clients/").status_code == 302  # to the login page
+    assert client.get("/admin/docs_users/trackeduser/mcp-clients/").status_code == 302  # to the login page
 
 
 @pytest.mark.browser
@@ -60,7 +60,7 @@ def test_a_salesperson_goes_from_the_clients_to_a_users_mcp_activity(browser_pag
     staff_user("sales", SALES, MANAGERS)
     page = browser_page
     admin_login(page, "sales")
-    page.goto("/admin/tracking/trackeduser/")
+    page.goto("/admin/docs_users/trackeduser/")
     page.get_by_role("link", name="MCP clients seen").click()
     expect(page.locator("#mcp-clients tbody tr")).to_have_count(2)
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)

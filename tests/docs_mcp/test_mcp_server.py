@@ -10,14 +10,14 @@ import requests
 from django.db import connection
 from joserfc.jwk import RSAKey
 
+from docs_users import sync
+from docs_users.models import TrackedUser
 from jobs import runtime as job_runtime
 from standins.auth0 import AUDIENCE
 from standins.kapa import API_KEY, PROJECT
 from tests.conftest import free_port
 from tests.docs_mcp.conftest import OWNER_SALT, mcp_session
 from tests.tracking.support import run_jobs
-from tracking import sync
-from tracking.models import TrackedUser
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

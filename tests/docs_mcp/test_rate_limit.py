@@ -4,8 +4,8 @@ import asyncio
 
 import pytest
 
+from docs_users.models import TrackedUser
 from tests.docs_mcp.conftest import mcp_session, serve_mcp
-from tracking.models import TrackedUser
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -4,7 +4,8 @@ import asyncio
 
 import pytest
 
-from integrations.agent import AgentEvent, AgentOSClient, Timeouts, WebSocketAgentClient, client_from_settings
+from integrations.agent import client as client_module
+from integrations.agent.client import AgentEvent, AgentOSClient, Timeouts, WebSocketAgentClient, client_from_settings
 from jobs import PermanentError, TransientError
 from standins.agent import AGENT_ID, Agent
 
@@ -106,3 +107,15 @@ def test_an_agentos_answer_that_is_not_an_event_stream_is_permanent(httpserver):
     client = AgentOSClient(httpserver.url_for("/"), agent_id=AGENT_ID, timeouts=TIMEOUTS)
     with pytest.raises(PermanentError, match="not an event stream"):
         collect(client)
+
+
+def test_a_websocket_frame_over_the_bound_is_a_dropped_connection(agent, monkeypatch):
+    monkeypatch.setattr(client_module, "MAX_FRAME_BYTES", 64)  # the stand-in's RunStarted is longer
+    with pytest.raises(TransientError, match="dropped"):
+        collect(WebSocketAgentClient(agent.url, timeouts=TIMEOUTS))
+
+
+def test_an_agentos_frame_over_the_bound_is_permanent(agent, monkeypatch):
+    monkeypatch.setattr(client_module, "MAX_FRAME_BYTES", 64)
+    with pytest.raises(PermanentError, match="too large"):
+        collect(AgentOSClient(agent.agentos_url, agent_id=AGENT_ID, timeouts=TIMEOUTS))

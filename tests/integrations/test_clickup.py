@@ -8,7 +8,7 @@ import logging
 
 import pytest
 
-from integrations.clickup import ClickUpClient, ClickUpTask, Priority, client_from_settings
+from integrations.clickup.client import ClickUpClient, ClickUpTask, Priority, client_from_settings
 from jobs.errors import PermanentError, TransientError
 
 TOKEN = "pk_8877_S3CR3T"

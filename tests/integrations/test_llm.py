@@ -11,7 +11,7 @@ import time
 import pytest
 from werkzeug import Response
 
-from integrations.llm import Classification, LlmClassifier, client_from_settings
+from integrations.llm.client import Classification, LlmClassifier, client_from_settings
 from integrations.llm.prompts import CLASSIFY_SUBMISSION_SYSTEM_PROMPT
 
 COMPLETIONS_PATH = "/v1/chat/completions"

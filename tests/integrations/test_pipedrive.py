@@ -8,7 +8,7 @@ import logging
 
 import pytest
 
-from integrations.pipedrive import PipedriveClient, PipedriveLead, client_from_settings
+from integrations.pipedrive.client import PipedriveClient, PipedriveLead, client_from_settings
 from jobs.errors import PermanentError, TransientError
 
 TOKEN = "pd-s3cr3t-token"

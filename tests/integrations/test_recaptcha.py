@@ -9,7 +9,7 @@ import time
 import pytest
 from werkzeug import Response
 
-from integrations.recaptcha import (
+from integrations.recaptcha.client import (
     RECAPTCHA_ACTION_MISMATCH,
     RECAPTCHA_FAILED,
     RECAPTCHA_HOSTNAME_MISMATCH,

@@ -12,8 +12,8 @@ from contextlib import ExitStack
 import pytest
 from django.conf import settings as django_settings
 
-from integrations.crm_webhook.client import CrmWebhookClient
-from integrations.recaptcha import (
+from integrations.profile_webhook.client import ProfileWebhookClient
+from integrations.recaptcha.client import (
     RECAPTCHA_ACTION_MISMATCH,
     RECAPTCHA_FAILED,
     RECAPTCHA_LOW_SCORE,
@@ -74,8 +74,8 @@ def test_a_token_of_its_script_carries_the_action_and_hostname_it_was_made_for(r
 
 def test_the_crm_receiver_takes_signed_deliveries_and_refuses_a_wrong_signature():
     with CrmReceiver() as crm:
-        CrmWebhookClient(crm.url, signing_secret=crm.signing_secret).deliver({"sub": "auth0|1"}, webhook_id="job-1")
-        forged = CrmWebhookClient(crm.url, signing_secret="whsec_" + base64.b64encode(b"another key, 16+").decode())
+        ProfileWebhookClient(crm.url, signing_secret=crm.signing_secret).deliver({"sub": "auth0|1"}, webhook_id="job-1")
+        forged = ProfileWebhookClient(crm.url, signing_secret="whsec_" + base64.b64encode(b"another key, 16+").decode())
         with pytest.raises(PermanentError, match="401"):
             forged.deliver({"sub": "auth0|2"}, webhook_id="job-2")
         assert crm.profiles == [{"sub": "auth0|1"}]
@@ -88,8 +88,12 @@ import django
 django.setup()
 from django.conf import settings
 from django.core.mail import EmailMessage
-from integrations import clickup, llm, pipedrive, recaptcha, v0
-from integrations.crm_webhook.client import client_from_settings as crm_client
+from integrations.clickup import client as clickup
+from integrations.llm import client as llm
+from integrations.pipedrive import client as pipedrive
+from integrations.profile_webhook.client import client_from_settings as crm_client
+from integrations.recaptcha import client as recaptcha
+from integrations.v0 import client as v0
 
 pipedrive.client_from_settings().find_or_create_person(name="Ada Lovelace", email="ada@example.com")
 clickup.client_from_settings().create_task(name="New lead: Ada Lovelace", markdown_content="**Ada**")

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.django_db
 
 PASSWORD = "a long test password"
 CHANGELIST = "admin:jobs_job_changelist"
-GROUP_APPS = {"jobs", "django_celery_beat", "tracking", "leadgen", "stores", "blog"}
+GROUP_APPS = {"jobs", "django_celery_beat", "tracking", "docs_users", "leadgen", "stores", "blog"}
 BEAT_MODELS = ["periodictask", "intervalschedule", "crontabschedule", "solarschedule", "clockedschedule"]
 
 
@@ -102,13 +102,13 @@ def test_migrate_creates_the_operations_group():
     expected |= {f"django_celery_beat.{a}_{m}" for m in BEAT_MODELS for a in ("view", "add", "change", "delete")}
     expected |= {"stores.view_store", "stores.add_store", "stores.change_store", "tracking.view_emaillead"}
     expected |= {f"tracking.{a}_mailbox" for a in ("view", "add", "change", "delete")}
-    expected |= {"tracking.deliver_trackeduser"}
+    expected |= {"docs_users.deliver_trackeduser"}
     expected |= {"blog.view_blogcache", "blog.purge_blogcache"}
     assert group_perms(OPERATIONS) == expected
 
 
 def test_migrate_creates_the_managers_group():
-    assert group_perms(MANAGERS) == {"stores.view_store", "stores.view_all_stores", "tracking.view_trackeduser"}
+    assert group_perms(MANAGERS) == {"stores.view_store", "stores.view_all_stores", "docs_users.view_trackeduser"}
 
 
 def test_migrate_creates_the_sales_group_without_job_access(make_user):

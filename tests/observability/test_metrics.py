@@ -14,13 +14,13 @@ from django.utils import timezone
 from prometheus_client import REGISTRY
 from prometheus_client.parser import text_string_to_metric_families
 
+from docs_users.sync import SYNC_KIND
 from jobs.models import Job
 from standins.v0 import V0, Behaviour
 from tests.prototypes.conftest import make_lead
 from tests.security.test_stream_caps import progress, run
 from tracking.models import Mailbox
 from tracking.services import POLL_KIND, lead_write_breaker
-from tracking.sync import SYNC_KIND
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -15,6 +15,8 @@ from django.urls import reverse
 from chat import services as chat_services
 from chat.models import ChatSession
 from crm.models import Contact, Task, TimelineEvent
+from docs_users.models import TrackedUser
+from docs_users.sync import DELIVER_KIND
 from jobs.models import Job, JobAttempt, JobStep
 from leadgen.consent import CONSENT_TEXT, CONSENT_VERSION
 from leadgen.models import Lead
@@ -22,10 +24,10 @@ from prototypes.models import Prototype, PrototypeEvent
 from sources.models import InboundLead, InboundRequest, InboundSource
 from standins import platforms as standin
 from stores.models import Store
+from tests.factories import EmailLeadFactory, LeadFactory
 from tracking import services as tracking_services
-from tracking.models import EmailLead, TrackedUser
+from tracking.models import EmailLead
 from tracking.parsing import ParsedLeadEmail
-from tracking.sync import DELIVER_KIND
 
 _numbers = count(1)
 GENERIC_SECRET = standin.standard_webhooks_secret()
@@ -116,8 +118,8 @@ def seed(client, store, admin_user):
 
         # A prototype of a diagnostic lead, its event log, a job and the ClickUp task its alert made.
         diagnostic = person.add(
-            Lead.objects.create(first_name=person.first_name, last_name=person.last_name, email=person.email,
-                                service_type="diagnostic", store=store)
+            LeadFactory(first_name=person.first_name, last_name=person.last_name, email=person.email,
+                        service_type="diagnostic", store=store)
         )  # fmt: skip
         prototype = person.add(
             Prototype.objects.create(lead=diagnostic, state="completed", chat_id=f"v0-{diagnostic.pk}")
@@ -132,16 +134,13 @@ def seed(client, store, admin_user):
 
         # An email lead with its contact, outreach task and timeline, and one the parser could not read.
         email_lead = person.add(
-            Lead.objects.create(
-                channel="email", first_name=person.first_name, last_name=person.last_name, email=person.email,
-                phone=person.phone, store=store, franchise=store.franchise, account_id=store.account_id,
-                lead_type="Web Lead", parse_state="parsed", dedup_key=f"seed#{next(_numbers)}",
-                raw_body=f"Name: {person.full_name}\nEmail: {person.email}\nPhone: {person.phone}",
-                received_at=datetime(2026, 6, 10, 14, tzinfo=UTC),
+            EmailLeadFactory(
+                first_name=person.first_name, last_name=person.last_name, email=person.email, phone=person.phone,
+                store=store, raw_body=f"Name: {person.full_name}\nEmail: {person.email}\nPhone: {person.phone}",
             )
         )  # fmt: skip
         person.add(
-            Lead.objects.create(
+            LeadFactory(
                 channel="email", store=store, parse_state="failed", parse_error="no lead fields",
                 dedup_key=f"seed#{next(_numbers)}", raw_body=f"Someone wrote: reach me at {person.email}",
             )

@@ -67,7 +67,7 @@ def test_cancel_drops_the_hold_and_retry_starts_again(sales_client, fake_v0):
         "/admin/prototypes/prototype/", {"action": "cancel", "_selected_action": [prototype.pk]}, follow=True
     )
     assert "Cancelled 1 prototype(s)" in response.content.decode()
-    run_jobs("leadgen.prototype_settle")
+    run_jobs("prototypes.finished")
     assert not prototype_buckets_state(email="ada@analytical.example", ip=None)["email"].in_progress
     response = sales_client.post(
         "/admin/prototypes/prototype/", {"action": "retry", "_selected_action": [prototype.pk]}, follow=True

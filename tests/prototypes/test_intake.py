@@ -64,6 +64,6 @@ def test_the_trusted_chat_path_reports_a_v0_failure_and_frees_the_visitor(client
     fake_v0.behaviour.create_status = 422
     body = post(client, HTTP_X_CHAT_API_KEY=CHAT_KEY, HTTP_X_USER_IP="203.0.113.7").json()
     assert body["prototype"]["state"] == "failed" and "HTTP 422" in body["prototype"]["error"]
-    run_jobs("leadgen.prototype_settle")
+    run_jobs("prototypes.finished")
     rate = lookup(client)["rateLimit"]
     assert not rate["email"]["inProgress"] and rate["email"]["used"] == 0, "hold dropped, no quota used"

@@ -11,9 +11,9 @@ from django.utils import timezone
 
 from jobs import runtime as job_runtime
 from jobs.models import Job
-from leadgen import services as lead_services
+from leadgen import previews as lead_previews
 from leadgen.ratelimit import prototype_buckets_hold, prototype_buckets_state
-from prototypes import services
+from prototypes import processor, services
 from prototypes.models import Prototype
 from tests.prototypes.conftest import make_lead, run_jobs, run_next_check
 
@@ -51,13 +51,12 @@ def test_a_lead_nobody_watches_is_generated_and_delivered_by_the_processor(fake_
     assert buckets() == {"email": (True, 0), "ip": (True, 0)}
 
     run_next_check()  # finds it done
+    assert not Job.objects.filter(kind="prototypes.check", status=Job.Status.PENDING).exists(), "checks stop"
+    run_jobs("prototypes.")
     prototype.refresh_from_db()
     held_lead.refresh_from_db()
     assert prototype.state == Prototype.State.COMPLETED
     assert held_lead.preview_url == prototype.preview_url == f"https://preview.example.com/{prototype.chat_id}"
-    assert not Job.objects.filter(kind="prototypes.check", status=Job.Status.PENDING).exists(), "checks stop"
-
-    run_jobs("prototypes.", "leadgen.prototype_settle")
     assert buckets() == {"email": (False, 1), "ip": (False, 1)}, "quota consumed on both buckets, hold dropped"
     [email] = mail.outbox
     assert email.subject == "Your prototype is ready" and email.to == [EMAIL]
@@ -97,7 +96,7 @@ def test_an_interrupted_generation_is_continued_at_most_three_times_then_fails_w
     prototype = Prototype.objects.get()
     assert prototype.state == Prototype.State.FAILED and "interrupted (length)" in prototype.last_error
     assert prototype.event_log.last().kind == "error"
-    run_jobs("prototypes.", "leadgen.prototype_settle")
+    run_jobs("prototypes.")
     assert buckets() == {"email": (False, 0), "ip": (False, 0)}, "hold dropped, nothing consumed"
     assert Job.objects.get(kind="prototypes.failed_alert").status == "skipped", "sales alert (ClickUp off here)"
 
@@ -117,19 +116,19 @@ def test_a_generation_past_15_minutes_is_stale_recovered_three_times_then_failed
     prototype = Prototype.objects.get()
     clock = prototype.generating_since
 
-    services.prototype_check(prototype_id=prototype.pk, now=clock + timedelta(minutes=14))
+    processor.prototype_check(prototype_id=prototype.pk, now=clock + timedelta(minutes=14))
     assert Prototype.objects.get().state == Prototype.State.GENERATING, "14 minutes: still fine"
     for attempt in range(1, 4):
         clock += timedelta(minutes=16)
-        services.prototype_check(prototype_id=prototype.pk, now=clock)
+        processor.prototype_check(prototype_id=prototype.pk, now=clock)
         prototype.refresh_from_db()
         assert prototype.recovery_attempts == attempt and prototype.generating_since == clock
     assert len(fake_v0.requests_to("/stop")) == 3, "each recovery stops the stuck message first"
     assert len(fake_v0.requests_to("/messages/async")) == 3
-    services.prototype_check(prototype_id=prototype.pk, now=clock + timedelta(minutes=16))
+    processor.prototype_check(prototype_id=prototype.pk, now=clock + timedelta(minutes=16))
     prototype.refresh_from_db()
     assert prototype.state == Prototype.State.FAILED and "stale" in prototype.last_error
-    run_jobs("prototypes.", "leadgen.prototype_settle")
+    run_jobs("prototypes.")
     assert buckets() == {"email": (False, 0), "ip": (False, 0)}
 
 
@@ -207,7 +206,7 @@ def test_concurrent_checks_complete_once_and_consume_the_quota_once(fake_v0):
     def check():
         barrier.wait()
         try:
-            services.prototype_check(prototype_id=prototype.pk)
+            processor.prototype_check(prototype_id=prototype.pk)
         finally:
             close_old_connections()
 
@@ -218,11 +217,11 @@ def test_concurrent_checks_complete_once_and_consume_the_quota_once(fake_v0):
         thread.join()
     assert Prototype.objects.get().state == Prototype.State.COMPLETED
     assert prototype.event_log.filter(kind="complete").count() == 1
-    assert Job.objects.filter(kind="leadgen.prototype_settle").count() == 1
+    assert Job.objects.filter(kind="prototypes.finished").count() == 1
     assert Job.objects.filter(kind="prototypes.ready_email").count() == 1
-    run_jobs("prototypes.", "leadgen.prototype_settle")
+    run_jobs("prototypes.")
     # The settlement itself is once-only too, should its job ever run twice.
-    lead_services.lead_prototype_settle(lead=prototype.lead, completed=True, once_key=f"prototype:{prototype.pk}")
+    lead_previews.lead_prototype_settle(lead=prototype.lead, completed=True, once_key=f"prototype:{prototype.pk}")
     assert buckets() == {"email": (False, 1), "ip": (False, 1)}
 
 
@@ -230,6 +229,7 @@ def test_a_hold_lives_as_long_as_its_prototype_is_checked(fake_v0, held_lead, se
     settings.LEADS_PROTOTYPE_HOLD_SECONDS = 1
     fake_v0.behaviour.outcomes = ["generating"]
     run_next_check()
+    assert run_jobs("prototypes.checked") == 1
     assert buckets()["email"][0] is True, "each check renews the hold"
 
 
@@ -238,7 +238,7 @@ def test_staff_cancel_drops_the_hold_and_retry_continues_on_the_same_chat(fake_v
     run_next_check()
     prototype = Prototype.objects.get()
     assert services.prototype_cancel(prototype_id=prototype.pk, actor="sam") is True
-    run_jobs("leadgen.prototype_settle")
+    run_jobs("prototypes.finished")
     assert buckets() == {"email": (False, 0), "ip": (False, 0)}
     assert not Job.objects.filter(kind="prototypes.failed_alert").exists(), "staff cancelled it: no alert"
 
@@ -268,19 +268,20 @@ def test_without_a_v0_key_the_prototype_fails_at_once_and_says_so(settings, held
     prototype = Prototype.objects.get()
     assert prototype.state == Prototype.State.FAILED
     assert "not available" in prototype.event_log.last().data["message"]
-    run_jobs("prototypes.", "leadgen.prototype_settle")
+    run_jobs("prototypes.")
     assert buckets() == {"email": (False, 0), "ip": (False, 0)}
 
 
 def test_completions_in_a_batch_are_each_completed_once_as_a_check_completes_one(fake_v0):
-    """prototypes_complete (the relays' hand-overs): the preview on the lead, the event logged, the
-    settle, alert, note and email jobs queued; a prototype that has ended already is left as it is."""
+    """prototypes_complete (the relays' hand-overs): the event logged, the lead's finished job (its
+    preview), alert, note and email jobs queued; a prototype that has ended already is left as it is."""
     leads = [make_lead(email=f"batch{i}@example.com", client_ip=f"192.0.2.{i + 50}") for i in range(3)]
     prototypes = [lead.prototype for lead in leads]
     services.prototype_cancel(prototype_id=prototypes[2].pk, actor="staff")
     previews = [(p.pk, f"https://preview.example.com/{p.pk}") for p in prototypes]
-    logged = services.prototypes_complete(previews=previews)
+    logged = processor.prototypes_complete(previews=previews)
     assert [(event.prototype_id, event.kind) for event in logged] == [(p.pk, "complete") for p in prototypes[:2]]
+    run_jobs("prototypes.finished")
     for prototype, lead in zip(prototypes[:2], leads[:2], strict=True):
         prototype.refresh_from_db()
         lead.refresh_from_db()
@@ -290,7 +291,7 @@ def test_completions_in_a_batch_are_each_completed_once_as_a_check_completes_one
         assert (last.number, last.kind, last.data["previewUrl"]) == (prototype.events, "complete", lead.preview_url)
         kinds = set(Job.objects.filter(payload__prototype_id=prototype.pk).values_list("kind", flat=True))
         assert {"prototypes.ready_alert", "prototypes.ready_note", "prototypes.ready_email"} <= kinds
-        assert Job.objects.filter(kind="leadgen.prototype_settle", payload__prototype_id=prototype.pk).count() == 1
+        assert Job.objects.filter(kind="prototypes.finished", payload__prototype_id=prototype.pk).count() == 1
     prototypes[2].refresh_from_db()
     assert prototypes[2].state == Prototype.State.FAILED
-    assert not services.prototypes_complete(previews=previews), "once"
+    assert not processor.prototypes_complete(previews=previews), "once"

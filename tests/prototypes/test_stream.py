@@ -16,10 +16,9 @@ from django.db import close_old_connections
 
 from config.asgi import application
 from jobs.models import Job
-from prototypes import services
-from prototypes import stream as stream_module
+from prototypes import processor, relay, services
 from prototypes.models import Prototype
-from prototypes.stream import relays
+from prototypes.relay import relays
 from tests.conftest import free_port, subprocess_env
 from tests.prototypes.conftest import make_lead, run_next_check
 
@@ -121,7 +120,7 @@ def test_the_stream_relays_v0_progress_and_ends_with_the_preview(fake_v0):
     prototype = Prototype.objects.get()
     assert kind == "complete" and data["previewUrl"] == f"https://preview.example.com/{prototype.chat_id}"
     assert prototype.state == Prototype.State.COMPLETED and prototype.events == number
-    assert Job.objects.filter(kind="leadgen.prototype_settle").count() == 1
+    assert Job.objects.filter(kind="prototypes.finished").count() == 1
 
 
 def test_a_browser_that_leaves_mid_stream_loses_nothing(fake_v0):
@@ -253,8 +252,8 @@ def _the_prototype():
 def _check_in_another_process(prototype_id):
     code = (
         "import django; django.setup();"
-        "from prototypes import services;"
-        f"services.prototype_check(prototype_id={prototype_id})"
+        "from prototypes import processor;"
+        f"processor.prototype_check(prototype_id={prototype_id})"
     )
     env = subprocess_env(
         V0_API_URL=django_settings.V0_API_URL,
@@ -288,7 +287,7 @@ def test_many_pages_opening_at_once_start_one_chat_each(fake_v0):
 def test_generations_ending_together_are_handed_over_a_few_at_a_time(fake_v0, monkeypatch):
     """A burst of hand-overs reads V0 a few at a time, so the streams still open are not queued behind
     all their answers; every prototype still completes."""
-    monkeypatch.setattr(stream_module, "HANDOVERS_AT_ONCE", 3)
+    monkeypatch.setattr(relay, "HANDOVERS_AT_ONCE", 3)
     fake_v0.behaviour.read_delay = 0.05
     leads = [make_lead(email=f"lead{i}@example.com", client_ip=f"192.0.2.{i + 20}") for i in range(12)]
 
@@ -387,6 +386,6 @@ def test_a_hand_over_that_finds_the_generation_unfinished_runs_the_full_check(fa
     prototype = Prototype.objects.get()
     assert prototype.state == Prototype.State.GENERATING and prototype.continue_attempts == 1
     assert fake_v0.requests_to("/messages/async") == [
-        {"message": services.CONTINUE_MESSAGE, "modelConfiguration": {"modelId": "v0-pro", "imageGenerations": False}}
+        {"message": processor.CONTINUE_MESSAGE, "modelConfiguration": {"modelId": "v0-pro", "imageGenerations": False}}
     ]
     assert cache.get(f"prototypes:relay:{prototype.pk}") is None, "the lease is dropped"

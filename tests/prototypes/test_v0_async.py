@@ -7,8 +7,8 @@ import socket
 import aiohttp
 import pytest
 
-from integrations import v0
 from integrations.http import HttpTimeoutError
+from integrations.v0 import client as v0
 from jobs import PermanentError, TransientError
 
 

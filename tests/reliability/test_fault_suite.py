@@ -9,8 +9,9 @@ withheld answers, half-open connections, latency). Side effects are counted at
 the fakes.
 
 Scale: RELIABILITY_SCALE=full (`make reliability`) runs the published sizes;
-otherwise (`make test`) small counts. A scenario is a function decorated with
-`@scenario`; it gets a `Run` (the fakes, proxies, workers and a results row)
+otherwise (`make test`) every scenario with small counts, short outages and a
+short wait before the sweep sends a lost run message again. A scenario is a
+function decorated with `@scenario`; it gets a `Run` (the fakes, proxies, workers and a results row)
 and drives its flow. docs/reliability.md says how to add one.
 """
 
@@ -23,6 +24,7 @@ import time
 import uuid
 from collections import Counter
 from dataclasses import asdict, dataclass, field
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -628,10 +630,10 @@ def kapa_outage_mid_tool_call(run: Run):
     it) while 30% of Kapa calls fail, then Kapa down for a while in the middle: every call answers, with its
     result or a tool error saying the assistant is unavailable (never a protocol error), and each call is
     recorded on the user's profile exactly once."""
+    from docs_users.models import TrackedUser
     from standins.auth0 import AUDIENCE, Auth0
     from standins.kapa import API_KEY, PROJECT, Kapa
     from tests.docs_mcp.conftest import OWNER_SALT, mcp_session
-    from tracking.models import TrackedUser
 
     auth0, kapa = Auth0(audience=AUDIENCE).start(), Kapa().start()
 
@@ -730,8 +732,16 @@ def start_mcp(env: dict, port: int, base: str):
     raise AssertionError("the MCP server did not start")
 
 
+# The sweep (run here, as beat would) sends again a run message not acted on within jobs.services.REDISPATCH_AFTER
+# (30 s): what a Redis restart, a killed worker's prefetch or a claim refused by a stopped PostgreSQL lose.
+# The short run waits less for it; the full run keeps production's wait.
+SHORT_REDISPATCH_AFTER = timedelta(seconds=5)
+
+
 @pytest.fixture
-def upstreams(settings):
+def upstreams(settings, monkeypatch):
+    if not FULL:
+        monkeypatch.setattr(runtime, "REDISPATCH_AFTER", SHORT_REDISPATCH_AFTER)
     stack = Upstreams(settings)
     settings.LLM_BASE_URL = stack.proxies["llm"].url + "/v1"
     settings.LLM_API_KEY, settings.LLM_MODEL, settings.LLM_TIMEOUT_SECONDS = "k", "m", 1.0

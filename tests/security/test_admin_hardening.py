@@ -8,13 +8,13 @@ from django.contrib import admin
 from django.contrib.auth.models import Permission
 from django.urls import reverse
 
+from docs_users import activity
+from docs_users.sync import DELIVER_KIND
 from foundation.exports import SafeCSV
 from foundation.staff_groups import MANAGERS, OPERATIONS, SALES
 from jobs.models import Job
 from leadgen.rules import Classification
 from leadgen.services import lead_create
-from tracking import activity
-from tracking.sync import DELIVER_KIND
 
 pytestmark = pytest.mark.django_db
 
@@ -43,7 +43,7 @@ def test_every_admin_export_escapes_formulae():
 def test_a_view_only_user_cannot_deliver_even_with_select_across(client, staff_user):
     for n in range(3):
         activity.tracked_user_sign_in(sub=f"auth0|{n}", channel="docs-login", email=f"u{n}@acme.com")
-    url = reverse("admin:tracking_trackeduser_changelist")
+    url = reverse("admin:docs_users_trackeduser_changelist")
     action = {"action": "deliver_now", "select_across": "1", "index": "0", "_selected_action": ["1"]}
 
     client.force_login(staff_user("sales", SALES, MANAGERS))

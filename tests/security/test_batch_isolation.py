@@ -1,7 +1,7 @@
 """One bad item in a batched write fails alone: every other caller's item of the same batch is written.
 
 The MCP server records every user's tool calls in shared batches (docs_mcp.wrapper's usage writer), and the
-progress stream logs every relay's V0 steps in shared batches (prototypes.stream): one value the database
+progress stream logs every relay's V0 steps in shared batches (prototypes.relay): one value the database
 refuses must not lose the others, and what the server keeps of a caller's own text never holds one."""
 
 import asyncio
@@ -12,14 +12,14 @@ from django.utils import timezone
 from structlog.testing import capture_logs
 
 from docs_mcp import wrapper
+from docs_users.activity import McpToolCall
+from docs_users.models import TrackedUser
 from foundation.batching import Batches
-from prototypes import stream
+from prototypes import relay
 from prototypes.models import Prototype, PrototypeEvent
 from tests.docs_mcp import conftest as docs_mcp_fixtures
 from tests.docs_mcp.conftest import mcp_session, serve_mcp
 from tests.prototypes.conftest import make_lead
-from tracking.activity import McpToolCall
-from tracking.models import TrackedUser
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -113,7 +113,7 @@ def test_a_relay_step_the_database_refuses_loses_no_other_relays_step():
     steps[2] = (prototypes[2].pk, "Writing the page", 1, "A title V0 sent with \x00 in it")
 
     async def scenario():
-        logged = [stream.step_log.add(step) for step in steps]
+        logged = [relay.step_log.add(step) for step in steps]
         await asyncio.gather(*logged, return_exceptions=True)
         return [recording.exception() for recording in logged]
 

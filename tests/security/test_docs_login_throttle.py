@@ -12,9 +12,9 @@ from django.core.cache import cache
 from django.test import Client
 from rest_framework.throttling import SimpleRateThrottle
 
+from docs_users.docs_auth import LOGIN_COOKIE_NAME, LOGIN_SALT, LOGIN_SECONDS
+from docs_users.models import TrackedUser
 from standins.auth0 import Auth0, rsa_signing_key
-from tracking.docs_auth import LOGIN_COOKIE_NAME, LOGIN_SALT, LOGIN_SECONDS
-from tracking.models import TrackedUser
 
 pytestmark = pytest.mark.django_db
 

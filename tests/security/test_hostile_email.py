@@ -6,9 +6,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from integrations.imap import ImapClient
+from integrations.imap.client import ImapClient
 from leadgen.models import Lead
-from tests.security.hostile import HOSTILE_MESSAGES
+from standins.hostile_emails import HOSTILE_MESSAGES
 from tests.tracking.support import lead_message, seen_flags
 from tracking.parsing import parse_lead_email
 from tracking.selectors import mailbox_settings

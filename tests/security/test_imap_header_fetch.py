@@ -2,7 +2,7 @@
 
 import pytest
 
-from integrations.imap import ImapClient
+from integrations.imap.client import ImapClient
 from leadgen.models import Lead
 from tests.tracking.support import lead_message, seen_flags
 from tracking.selectors import mailbox_settings

@@ -18,9 +18,9 @@ from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.views import APIView
 
 from chat.models import ChatMessage, ChatSession
+from docs_users.models import TrackedUser
 from foundation.limits import JSON_MAX_DEPTH
 from leadgen.models import Lead
-from tracking.models import TrackedUser
 
 pytestmark = pytest.mark.django_db
 

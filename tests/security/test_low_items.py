@@ -13,6 +13,9 @@ from django.db import IntegrityError, connection, connections, transaction
 from django.urls import reverse
 
 import jobs
+from docs_users import activity
+from docs_users.models import TrackedUser
+from docs_users.profile import crm_profile
 from foundation import cache as foundation_cache
 from jobs import runtime as job_runtime
 from jobs import services as job_services
@@ -20,9 +23,6 @@ from jobs.breaker import CacheCircuitStorage
 from jobs.models import Job
 from tests.conftest import subprocess_env
 from tests.jobs.test_workers import CELERY, stop, wait_until
-from tracking import activity
-from tracking.models import TrackedUser
-from tracking.profile import crm_profile
 
 
 @pytest.mark.django_db(transaction=True)
@@ -117,7 +117,7 @@ def test_breaker_counters_are_atomic():
 
 
 def test_visitor_text_cannot_plant_markdown_in_an_alert():
-    from integrations.clickup import markdown_block, markdown_text
+    from integrations.clickup.client import markdown_block, markdown_text
 
     name = markdown_text("[Call now](https://evil.example/x) ![i](https://evil.example/i.png) **urgent**")
     assert not re.search(r"(?<!\\)[\[\]()!*:]", name), "every Markdown character is escaped"
@@ -134,7 +134,7 @@ def test_docs_pages_are_delivered_without_query_strings_and_admin_shows_intents_
     profile = crm_profile(TrackedUser.objects.get(pk=user.pk))
     assert profile["docs"]["docsRecentPages"] == ["/docs/reset"]
     assert profile["docs"]["docsTopPages"] == [{"path": "/docs/reset", "views": 1}]
-    page = admin_client.get(reverse("admin:tracking_trackeduser_change", args=[user.pk])).content.decode()
+    page = admin_client.get(reverse("admin:docs_users_trackeduser_change", args=[user.pk])).content.decode()
     assert "jane.roe@bank.example" not in page and "write to [EMAIL]" in page
 
 

@@ -5,7 +5,7 @@ from django.contrib.auth.models import Group
 from django.urls import reverse
 
 from foundation.staff_groups import OPERATIONS
-from integrations.imap import ImapClient, MailboxSettings
+from integrations.imap.client import ImapClient, MailboxSettings
 from jobs import PermanentError
 from jobs.models import Job
 from tests.security.fake_imap import FakeImapServer

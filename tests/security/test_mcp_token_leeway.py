@@ -6,10 +6,10 @@ import time
 import pytest
 import requests
 
+from docs_users.models import TrackedUser
 from integrations.auth0.access_tokens import LEEWAY_SECONDS
 from tests.docs_mcp import conftest as docs_mcp_fixtures
 from tests.docs_mcp.conftest import serve_mcp
-from tracking.models import TrackedUser
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

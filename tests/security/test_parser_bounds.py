@@ -9,7 +9,7 @@ import time
 import pytest
 
 from crm.redaction import redact
-from tests.security.hostile import HEADERS, LEAD, _single, header_lines, part_header_lines, short_lines
+from standins.hostile_emails import HEADERS, LEAD, _single, header_lines, part_header_lines, short_lines
 from tracking.parsing import HEADER_MAX_LINES, parse_lead_email, sender_authentication
 
 

@@ -153,7 +153,7 @@ PERCENT_ESCAPE = re.compile("%[0-9A-Fa-f]{2}")
 # (check left out, when): each a rule of the API that OpenAPI 3.0 cannot state, or a request schemathesis
 # labels valid although the schema refuses it.
 EXCEPTIONS = [
-    # The docs beacon answers 204 to anything by design (tracking.api.DocsActivityView): it refuses nothing
+    # The docs beacon answers 204 to anything by design (docs_users.api.DocsActivityView): it refuses nothing
     # visibly, so no invalid request of it can be seen refused.
     (negative_data_rejection, lambda case: case.operation.path == "/docs-activity"),
     # Text PostgreSQL cannot store is refused in every input (tests.fuzzing.carries_unstorable_text).

@@ -7,9 +7,9 @@ from django.core.cache import cache
 from django.urls import reverse
 from django.utils import timezone
 
+from docs_users import tasks
 from foundation.schedules import PERIODIC_TASKS
 from jobs import runtime as job_runtime
-from tracking import tasks
 
 pytestmark = pytest.mark.django_db
 

@@ -18,7 +18,7 @@ from django.core.cache import cache
 
 from chat import relay
 from config.asgi import application
-from prototypes.stream import relays
+from prototypes.relay import relays
 from standins.agent import Agent
 from standins.v0 import V0, Behaviour
 from tests.conftest import free_port, subprocess_env

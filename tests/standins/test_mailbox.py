@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from integrations.imap import ImapClient, MailboxSettings
+from integrations.imap.client import ImapClient, MailboxSettings
 from leadgen.models import Lead
 from standins.mailbox import Mailbox
 from standins.notifier import DEMO_TRACKING_ID, FORMATS, Notifier

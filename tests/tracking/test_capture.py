@@ -5,7 +5,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from crm.events import LEAD_CREATED
+from crm.intake import LEAD_CREATED
 from jobs.models import Job
 from leadgen.models import Lead
 from tests.tracking.support import STORE_SENDER, lead_message

@@ -19,7 +19,7 @@ from django.db import connection
 from django.utils import timezone
 
 import jobs
-from crm.events import LEAD_CREATED
+from crm.intake import LEAD_CREATED
 from crm.models import Contact, Task, TimelineEvent
 from jobs.breaker import CacheCircuitStorage
 from jobs.models import Job

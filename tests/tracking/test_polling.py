@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.core.management import CommandError, call_command
 
-from crm.events import LEAD_CREATED
+from crm.intake import LEAD_CREATED
 from crm.models import Contact, Task, TimelineEvent
 from jobs import PermanentError, TransientError
 from jobs.models import Job

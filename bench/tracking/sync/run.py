@@ -36,7 +36,7 @@ def parse_args():
     return parser.parse_args()
 
 
-ARGS = parse_args()
+ARGS = parse_args() if __name__ == "__main__" else None  # before Django is set up: --help needs no servers
 PORT = 18000 + os.getpid() % 1000
 
 import django  # noqa: E402
@@ -59,12 +59,13 @@ from bench.common import (  # noqa: E402
     check_alive,
     check_services,
     machine_info,
+    run,
     start_process,
     stop_process,
 )
+from docs_users.models import TrackedUser  # noqa: E402
+from docs_users.sync import DELIVER_KIND, SYNC_KIND, profile_sync_start  # noqa: E402
 from jobs.models import Job, JobAttempt  # noqa: E402
-from tracking.models import TrackedUser  # noqa: E402
-from tracking.sync import DELIVER_KIND, SYNC_KIND, profile_sync_start  # noqa: E402
 
 USERS = TrackedUser._meta.db_table
 
@@ -240,8 +241,4 @@ def summarize(rounds):
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except BenchError as exc:
-        print(f"bench error: {exc}", file=sys.stderr)
-        sys.exit(2)
+    run(main, "tracking/sync")

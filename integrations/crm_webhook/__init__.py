@@ -1,1 +1,0 @@
-"""Delivery of lead profiles to the CRM's webhook (`CRM_WEBHOOK_URL`), signed per Standard Webhooks."""
