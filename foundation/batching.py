@@ -65,6 +65,11 @@ class Batches:
         """The item's result; a caller cancelled meanwhile leaves its item in the batch."""
         return await asyncio.shield(self.add(item))
 
+    def wait_idle(self) -> None:
+        """From outside the event loop (tests, shutdown): once the work already handed to the batch's one thread,
+        which runs it in order, has finished; a loop that closed mid-batch leaves its statement running there."""
+        self._executor.submit(int).result()
+
     def batch_done(self, output) -> list:
         """What `work` returned for a batch, on the event loop once it has returned: a result per item."""
         return output
