@@ -1,5 +1,5 @@
 """Sessions and public limits: admin login lockout, expired sessions deleted, /readyz cheap and quiet.
-(The docs session's separation, its login throttle and email_verified: tests/tracking/test_docs_login.py.)"""
+(The docs session's separation, its login throttle and email_verified: tests/docs_users/test_docs_login.py.)"""
 
 import pytest
 from django.contrib.sessions.models import Session
