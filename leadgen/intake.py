@@ -72,13 +72,7 @@ def lead_intake(
             retry_after=refusal.retry_after,
         )
     try:
-        classification = services.lead_classify(
-            email=fields["email"],
-            message=fields.get("message", ""),
-            company=fields.get("company", ""),
-            name=f"{fields.get('first_name', '')} {fields.get('last_name', '')}".strip(),
-            service_type=fields.get("service_type", ""),
-        )
+        classification = _classify(fields)
         lead = services.lead_create(
             fields=fields,
             client_ip=client_ip,
@@ -132,13 +126,7 @@ def lead_receive_check(*, fields: dict) -> ReceivedLead:
     `fields`: Lead field values (RECEIVED_FIELDS).
     """
     values = _received_fields_check(fields)
-    classification = services.lead_classify(
-        email=values["email"],
-        message=values.get("message", ""),
-        company=values.get("company", ""),
-        name=f"{values.get('first_name', '')} {values.get('last_name', '')}".strip(),
-        service_type=values.get("service_type", ""),
-    )
+    classification = _classify(values)
     return ReceivedLead(values, classification)
 
 
@@ -199,3 +187,14 @@ def _messages(errors):
     if isinstance(errors, list):
         return [_messages(item) for item in errors]
     return str(errors)
+
+
+def _classify(fields: dict):
+    """The classifier's verdict on a lead's fields (the web form's and a platform's alike)."""
+    return services.lead_classify(
+        email=fields["email"],
+        message=fields.get("message", ""),
+        company=fields.get("company", ""),
+        name=f"{fields.get('first_name', '')} {fields.get('last_name', '')}".strip(),
+        service_type=fields.get("service_type", ""),
+    )
