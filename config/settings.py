@@ -185,6 +185,8 @@ JOBS_LEASE_SECONDS = env.int("JOBS_LEASE_SECONDS", default=300)
 JOBS_BACKOFF_BASE_SECONDS = env.float("JOBS_BACKOFF_BASE_SECONDS", default=10.0)
 JOBS_BACKOFF_MAX_SECONDS = env.float("JOBS_BACKOFF_MAX_SECONDS", default=3600.0)
 JOBS_SWEEP_SECONDS = env.int("JOBS_SWEEP_SECONDS", default=10)
+# A job whose run message was sent this long ago and is still pending gets another (the message was lost).
+JOBS_REDISPATCH_SECONDS = env.int("JOBS_REDISPATCH_SECONDS", default=30)
 # Run messages of committed jobs wait this long for others to share a message (0: sent at commit).
 JOBS_DISPATCH_LINGER_MS = env.float("JOBS_DISPATCH_LINGER_MS", default=5.0)
 JOBS_DISPATCH_MAX_BATCH = env.int("JOBS_DISPATCH_MAX_BATCH", default=10)

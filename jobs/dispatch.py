@@ -9,7 +9,7 @@ transaction stay together and in order.
 
 Nothing is lost if the process dies before the thread sends: the jobs are
 committed with `dispatched_at` set, and the sweep sends them again after
-REDISPATCH_AFTER. Pending ids are also sent at interpreter exit, so a
+JOBS_REDISPATCH_SECONDS. Pending ids are also sent at interpreter exit, so a
 management command's jobs do not wait for the sweep. With a linger of 0 the
 message goes out on the committing thread, as a plain after-commit publish.
 
@@ -118,7 +118,7 @@ def _send_one_run_message(job_ids) -> None:
 
     A single job goes as `jobs.run`, several as `jobs.run_many`, which one
     worker runs in order. If one of them holds that worker up, the sweep sends
-    the others again after REDISPATCH_AFTER, and whichever worker claims a
+    the others again after JOBS_REDISPATCH_SECONDS, and whichever worker claims a
     job first runs it (the claim is a conditional UPDATE).
     """
     try:

@@ -29,7 +29,7 @@ from jobs.kinds import DEAD_ALERT_KIND
 from jobs.models import Job, JobAttempt
 from jobs.registry import concurrency_limit, get_handler
 from jobs.selectors import LAST_SWEEP_CACHE_KEY
-from jobs.services import REDISPATCH_AFTER, job_enqueue
+from jobs.services import job_enqueue, redispatch_after
 
 logger = structlog.get_logger(__name__)
 
@@ -235,7 +235,7 @@ def _jobs_dispatch_due() -> int:
         due = (
             Job.objects.select_for_update(skip_locked=True)
             .filter(status=Job.Status.PENDING, run_after__lte=now)
-            .filter(Q(dispatched_at__isnull=True) | Q(dispatched_at__lt=now - REDISPATCH_AFTER))
+            .filter(Q(dispatched_at__isnull=True) | Q(dispatched_at__lt=now - redispatch_after()))
             .order_by("run_after")
             .values_list("pk", flat=True)[:SWEEP_BATCH]
         )

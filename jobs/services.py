@@ -25,8 +25,9 @@ from jobs.spec import JobSpec
 
 logger = structlog.get_logger(__name__)
 
-# A run message not acted on within this long (lost publish, broker restart) is sent again by the sweep.
-REDISPATCH_AFTER = timedelta(seconds=30)
+def redispatch_after() -> timedelta:
+    """A run message not acted on within this long (lost publish, broker restart) is sent again by the sweep."""
+    return timedelta(seconds=settings.JOBS_REDISPATCH_SECONDS)
 
 
 def job_enqueue(*, kind, payload, key, run_after=None, max_attempts=None, dispatch=True, store_id=None) -> Job:
@@ -36,7 +37,7 @@ def job_enqueue(*, kind, payload, key, run_after=None, max_attempts=None, dispat
     are picked up by the sweep when their time comes. `dispatch=False` is for a
     caller that runs the job itself right after commit (`jobs.run_now`): no run
     message is sent, and the sweep sends one if the job is still pending after
-    REDISPATCH_AFTER (the caller died).
+    JOBS_REDISPATCH_SECONDS (the caller died).
     """
     spec = JobSpec(
         kind=kind, payload=payload, key=key, run_after=run_after, max_attempts=max_attempts, store_id=store_id

@@ -11,8 +11,8 @@ from crm.models import Task
 from foundation.staff_groups import MANAGERS, OPERATIONS, SALES
 from jobs.models import Job
 from prototypes.models import Prototype
+from standins.lead_emails import lead_message
 from stores.models import Store
-from tests.tracking.support import lead_message
 from tracking import services as tracking_services
 from tracking.models import EmailLead
 from tracking.parsing import parse_lead_email

@@ -20,9 +20,10 @@ from leadgen.models import Lead
 from leadgen.services import LEAD_ARRIVED
 from sources.models import InboundSource
 from standins import platforms as standin
+from standins.lead_emails import lead_message
 from tests.factories import LeadFactory
 from tests.sources.support import SECRETS, post, signed
-from tests.tracking.support import lead_message, run_jobs
+from tests.tracking.support import run_jobs
 from tracking.parsing import parse_lead_email
 from tracking.services import email_lead_capture
 

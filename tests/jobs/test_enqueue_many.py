@@ -16,7 +16,7 @@ from jobs import JobSpec
 from jobs.dispatch import run_messages
 from jobs.models import Job
 from jobs.runtime import jobs_sweep
-from jobs.services import REDISPATCH_AFTER
+from jobs.services import redispatch_after
 from jobs.tasks import run_jobs
 
 pytestmark = pytest.mark.django_db
@@ -136,8 +136,8 @@ def test_without_dispatch_nothing_is_sent_and_the_sweep_waits_before_sending(dja
         [job] = jobs.enqueue_many([spec(runs, "self-run")], dispatch=False)
     assert callbacks == []
     with django_capture_on_commit_callbacks():
-        assert jobs_sweep()["dispatched"] == 0, "the caller runs it; the sweep waits for REDISPATCH_AFTER"
-    Job.objects.filter(pk=job.pk).update(dispatched_at=timezone.now() - REDISPATCH_AFTER - timedelta(seconds=1))
+        assert jobs_sweep()["dispatched"] == 0, "the caller runs it; the sweep waits for JOBS_REDISPATCH_SECONDS"
+    Job.objects.filter(pk=job.pk).update(dispatched_at=timezone.now() - redispatch_after() - timedelta(seconds=1))
     with django_capture_on_commit_callbacks():
         assert jobs_sweep()["dispatched"] == 1, "the caller died: the sweep sends it"
 

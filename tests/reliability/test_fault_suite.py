@@ -24,7 +24,6 @@ import time
 import uuid
 from collections import Counter
 from dataclasses import asdict, dataclass, field
-from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -281,9 +280,9 @@ class Mailbox:
     """A dovecot INBOX holding `count` lead-notification emails of one store, each lead its own phone."""
 
     def __init__(self, run: Run, count: int):
+        from standins.lead_emails import STORE_SENDER, lead_message
         from standins.mailbox import Dovecot
         from stores.models import Store
-        from tests.tracking.support import STORE_SENDER, lead_message
 
         Store.objects.create(
             franchise="OrangeTheory", name="Downtown", account_id="acct-0421", tracking_id="ST0421",
@@ -334,7 +333,7 @@ class Mailbox:
         """The phone (E.164, as saved on the lead) each message carries."""
         import re
 
-        from tests.tracking.support import imap_session
+        from standins.lead_emails import imap_session
 
         with imap_session(self.server, self.username, self.password) as client:
             client.select_folder("INBOX", readonly=True)
@@ -732,16 +731,16 @@ def start_mcp(env: dict, port: int, base: str):
     raise AssertionError("the MCP server did not start")
 
 
-# The sweep (run here, as beat would) sends again a run message not acted on within jobs.services.REDISPATCH_AFTER
+# The sweep (run here, as beat would) sends again a run message not acted on within JOBS_REDISPATCH_SECONDS
 # (30 s): what a Redis restart, a killed worker's prefetch or a claim refused by a stopped PostgreSQL lose.
 # The short run waits less for it; the full run keeps production's wait.
-SHORT_REDISPATCH_AFTER = timedelta(seconds=5)
+SHORT_REDISPATCH_SECONDS = 5
 
 
 @pytest.fixture
-def upstreams(settings, monkeypatch):
+def upstreams(settings):
     if not FULL:
-        monkeypatch.setattr(runtime, "REDISPATCH_AFTER", SHORT_REDISPATCH_AFTER)
+        settings.JOBS_REDISPATCH_SECONDS = SHORT_REDISPATCH_SECONDS
     stack = Upstreams(settings)
     settings.LLM_BASE_URL = stack.proxies["llm"].url + "/v1"
     settings.LLM_API_KEY, settings.LLM_MODEL, settings.LLM_TIMEOUT_SECONDS = "k", "m", 1.0

@@ -13,7 +13,8 @@ import jobs
 from jobs import runtime
 from jobs.heartbeat import lease_heartbeat
 from jobs.models import Job, JobAttempt, JobStep
-from tests.tracking.support import lead_message, run_jobs
+from standins.lead_emails import lead_message
+from tests.tracking.support import run_jobs
 from tracking import services as tracking_services
 from tracking.parsing import parse_lead_email
 

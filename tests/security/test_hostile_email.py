@@ -9,7 +9,8 @@ import pytest
 from integrations.imap.client import ImapClient
 from leadgen.models import Lead
 from standins.hostile_emails import HOSTILE_MESSAGES
-from tests.tracking.support import lead_message, seen_flags
+from standins.lead_emails import lead_message
+from tests.tracking.support import seen_flags
 from tracking.parsing import parse_lead_email
 from tracking.selectors import mailbox_settings
 from tracking.services import MessageSource, lead_write_breaker, mailbox_poll, message_attempt_start

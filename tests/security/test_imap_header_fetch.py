@@ -4,7 +4,8 @@ import pytest
 
 from integrations.imap.client import ImapClient
 from leadgen.models import Lead
-from tests.tracking.support import lead_message, seen_flags
+from standins.lead_emails import lead_message
+from tests.tracking.support import seen_flags
 from tracking.selectors import mailbox_settings
 from tracking.services import mailbox_poll
 

@@ -5,7 +5,8 @@ import pytest
 
 from crm.models import Task
 from leadgen.models import Lead
-from tests.tracking.support import STORE_SENDER, lead_message, run_jobs
+from standins.lead_emails import STORE_SENDER, lead_message
+from tests.tracking.support import run_jobs
 from tracking.selectors import mailbox_settings
 from tracking.services import mailbox_poll
 

@@ -5,8 +5,8 @@ from dataclasses import dataclass
 import pytest
 from django.core.cache import cache
 
+from standins.lead_emails import STORE_SENDER
 from standins.mailbox import Dovecot
-from tests.tracking.support import STORE_SENDER
 from tracking.selectors import STORE_MAPPING_CACHE_KEY
 from tracking.services import lead_write_breaker
 

@@ -1,8 +1,6 @@
-"""Helpers for email lead tracking tests: lead emails (standins.lead_emails), IMAP flags, job runs."""
+"""Helpers for email lead tracking tests: IMAP flags, job runs (lead emails are standins.lead_emails)."""
 
-from standins.lead_emails import STORE_SENDER, TRACKING_DOMAIN, imap_session, lead_message
-
-__all__ = ["STORE_SENDER", "TRACKING_DOMAIN", "imap_session", "lead_message", "run_jobs", "seen_flags"]
+from standins.lead_emails import imap_session
 
 
 def seen_flags(server, username, password) -> dict[int, bool]:

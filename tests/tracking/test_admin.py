@@ -8,7 +8,7 @@ from django.urls import reverse
 from pytest_django.asserts import assertContains, assertNotContains
 
 from foundation.staff_groups import MANAGERS, OPERATIONS, SALES
-from tests.tracking.support import lead_message
+from standins.lead_emails import lead_message
 from tracking.models import Mailbox
 from tracking.parsing import parse_lead_email
 from tracking.services import email_lead_capture

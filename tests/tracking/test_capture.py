@@ -8,7 +8,7 @@ import pytest
 from crm.intake import LEAD_CREATED
 from jobs.models import Job
 from leadgen.models import Lead
-from tests.tracking.support import STORE_SENDER, lead_message
+from standins.lead_emails import STORE_SENDER, lead_message
 from tracking.parsing import parse_lead_email
 from tracking.selectors import store_mappings
 from tracking.services import email_lead_capture

@@ -24,7 +24,8 @@ from crm.models import Contact, Task, TimelineEvent
 from jobs.breaker import CacheCircuitStorage
 from jobs.models import Job
 from leadgen.models import Lead
-from tests.tracking.support import lead_message, run_jobs, seen_flags
+from standins.lead_emails import lead_message
+from tests.tracking.support import run_jobs, seen_flags
 from tracking.parsing import parse_lead_email
 from tracking.selectors import mailbox_settings
 from tracking.services import (

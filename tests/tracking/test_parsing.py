@@ -16,7 +16,7 @@ from django.core.management import call_command
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from tests.tracking.support import lead_message
+from standins.lead_emails import lead_message
 from tracking.parsing import ParsedLeadEmail, lead_dedup_key, normalize_phone, parse_lead_email
 
 EMAILS = Path(__file__).parent / "emails"

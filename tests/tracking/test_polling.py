@@ -11,7 +11,8 @@ from crm.models import Contact, Task, TimelineEvent
 from jobs import PermanentError, TransientError
 from jobs.models import Job
 from leadgen.models import Lead
-from tests.tracking.support import lead_message, run_jobs, seen_flags
+from standins.lead_emails import lead_message
+from tests.tracking.support import run_jobs, seen_flags
 from tracking import tasks
 from tracking.models import Mailbox
 from tracking.selectors import mailbox_settings

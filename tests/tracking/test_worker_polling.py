@@ -13,8 +13,9 @@ from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
 from crm.models import Contact, Task, TimelineEvent
 from jobs.models import Job
+from standins.lead_emails import lead_message
 from tests.conftest import subprocess_env
-from tests.tracking.support import lead_message, seen_flags
+from tests.tracking.support import seen_flags
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
