@@ -1,7 +1,7 @@
 # Lead-generation back office. `make help` lists the targets.
 #
 #   make run [PORT=8123]     local PostgreSQL + Redis kept under var/, stand-ins of every outside service, the demo office, every process via honcho
-#   make test [PYTEST_ARGS=...]   ruff, import contracts, deptry, then pytest against throwaway PostgreSQL + Redis
+#   make test [PYTEST_ARGS=...] [TEST_WORKERS=3]   ruff, import contracts, deptry, then pytest on workers, each with throwaway PostgreSQL + Redis
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
@@ -18,7 +18,7 @@ help:
 	@echo "make install      runtime venv (.venv, requirements.txt)"
 	@echo "make install-dev  plus test/lint tools (requirements-dev.txt)"
 	@echo "make run          local PostgreSQL + Redis under var/, stand-ins, demo office, every process on http://127.0.0.1:$(PORT)/"
-	@echo "make test         ruff, system packages, pytest with throwaway PostgreSQL + Redis (PYTEST_ARGS=...)"
+	@echo "make test         ruff, system packages, pytest on TEST_WORKERS (3) workers, each with throwaway PostgreSQL + Redis (PYTEST_ARGS=...)"
 	@echo "make lint         ruff, import-linter contracts, deptry"
 	@echo "make bench        every benchmark in turn, then one table of figures, baselines and targets in bench/README.md (QUICK=1: smallest sizes, table printed only)"
 	@echo "make bench-jobs   jobs benchmark with throwaway PostgreSQL + Redis"
@@ -72,7 +72,7 @@ test: install-dev
 	$(BIN)/lint-imports
 	$(BIN)/deptry .
 	scripts/install-system-deps
-	scripts/with-services $(BIN)/pytest $(PYTEST_ARGS)
+	$(BIN)/python scripts/pytest-workers $(PYTEST_ARGS)
 
 # The baselines and load tools the benchmarks compare against.
 install-bench: install-dev

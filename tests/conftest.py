@@ -12,7 +12,7 @@ from django.db import close_old_connections
 import tests.jobs.handlers  # noqa: F401  (registers the test job kinds)
 from tests.jobs.handlers import runs_store
 
-pytest_plugins = ["tests.browser"]
+pytest_plugins = ["tests.browser", "tests.scheduling"]
 
 
 @pytest.fixture
