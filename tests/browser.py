@@ -143,7 +143,6 @@ def staff_user(django_user_model):
     from django.contrib.auth.models import Group
 
     def make(username, *group_names):
-        ensure_staff_groups()
         user = django_user_model.objects.create_user(username, password=STAFF_PASSWORD, is_staff=True)
         user.groups.add(*[Group.objects.get(name=name) for name in group_names])
         return user

@@ -10,9 +10,23 @@ from django.core.signals import request_finished, request_started
 from django.db import close_old_connections
 
 import tests.jobs.handlers  # noqa: F401  (registers the test job kinds)
+from tests.browser import ensure_staff_groups
 from tests.jobs.handlers import runs_store
 
 pytest_plugins = ["tests.browser", "tests.scheduling"]
+
+
+@pytest.fixture(autouse=True)
+def staff_groups(request, django_db_blocker):
+    """The staff groups `migrate` made, there for every test that uses the database: a transactional test or a
+    live server ends with a flush that takes them away, and which test ran before this one depends on how the
+    files were shared out among `make test`'s workers."""
+    marker = request.node.get_closest_marker("django_db")
+    if marker is None and not {"db", "transactional_db", "live_server"} & set(request.fixturenames):
+        return
+    request.getfixturevalue("django_db_setup")
+    with django_db_blocker.unblock():
+        ensure_staff_groups()
 
 
 @pytest.fixture

@@ -15,7 +15,6 @@ from crm.assignment import task_owner_pick
 from crm.models import AssignmentRule, Contact, RepProfile, Task
 from crm.services import lead_created_process
 from foundation.staff_groups import MANAGERS, SALES
-from tests.browser import ensure_staff_groups
 
 pytestmark = pytest.mark.django_db
 
@@ -29,8 +28,6 @@ _numbers = count(1)
 def make_rep(django_user_model, store):
     """A Sales user working `store` (or `stores`) with a rep profile: on shift all week, all day, room for 200
     open tasks, by default."""
-
-    ensure_staff_groups()  # a transactional test before this one flushed them
 
     def make(name, *, stores=None, profile=True, groups=(SALES,), **hours):
         user = django_user_model.objects.create_user(name, email=f"{name}@staff.example.com", is_staff=True)

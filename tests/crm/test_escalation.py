@@ -15,7 +15,6 @@ from crm.models import Contact, RepProfile, Task, TimelineEvent
 from foundation.schedules import PERIODIC_TASKS
 from foundation.staff_groups import MANAGERS, SALES
 from jobs.models import Job
-from tests.browser import ensure_staff_groups
 
 pytestmark = pytest.mark.django_db
 
@@ -27,7 +26,6 @@ _numbers = count(1)
 
 @pytest.fixture
 def make_user(django_user_model, store):
-    ensure_staff_groups()  # a transactional test before this one flushed them
 
     def make(name, *, groups=(SALES,), stores=None, rep=True, **profile):
         user = django_user_model.objects.create_user(name, email=f"{name}@staff.example.com", is_staff=True)
