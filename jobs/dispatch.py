@@ -14,8 +14,10 @@ management command's jobs do not wait for the sweep. With a linger of 0 the
 message goes out on the committing thread, as a plain after-commit publish.
 
 Messages are published by task name, so this module needs nothing from
-jobs/tasks.py. Written here because Celery has no publish-side batching:
-celery-batches groups messages in the worker, after each was published on its own.
+jobs/tasks.py. Written here because Celery cannot put several tasks in one
+message: celery-batches groups messages in the worker, after each was published
+on its own. The messages of one send share a producer and one round trip to
+the broker (kombu's Producer.batch).
 """
 
 import atexit
@@ -34,7 +36,8 @@ logger = structlog.get_logger(__name__)
 
 
 class RunMessageBatcher:
-    def __init__(self, send: Callable[[list[int]], None]):
+    def __init__(self, send: Callable[[list[list[int]]], None]):
+        """`send(messages)`: publish each list of job ids as one run message."""
         self._send = send
         self._forget_the_parent()
         # A child forked while another thread held the lock would inherit it held.
@@ -48,7 +51,7 @@ class RunMessageBatcher:
         """Hand over the due jobs of one committed transaction."""
         linger = settings.JOBS_DISPATCH_LINGER_MS / 1000
         if linger <= 0:
-            self._send(list(job_ids))
+            self._send([list(job_ids)])
             return
         self._start_in_this_process()
         with self._changed:
@@ -67,14 +70,14 @@ class RunMessageBatcher:
         self._send_batched(pending)
 
     def _send_batched(self, pending: list[list[int]]):
-        message = []
+        """The pending transactions' ids as messages of at most JOBS_DISPATCH_MAX_BATCH, sent together."""
+        messages = [[]]
         for job_ids in pending:
-            if message and len(message) + len(job_ids) > settings.JOBS_DISPATCH_MAX_BATCH:
-                self._send(message)
-                message = []
-            message += job_ids
-        if message:
-            self._send(message)
+            if messages[-1] and len(messages[-1]) + len(job_ids) > settings.JOBS_DISPATCH_MAX_BATCH:
+                messages.append([])
+            messages[-1] += job_ids
+        if messages[-1]:
+            self._send(messages)
 
     def _start_in_this_process(self):
         if self._pid == os.getpid():
@@ -106,32 +109,50 @@ class RunMessageBatcher:
 
 def send_run_messages(job_ids) -> None:
     """One run message per job: for the sweep and replays, whose jobs any free worker may take."""
-    for job_id in job_ids:
-        try:
-            current_app.send_task(RUN_TASK, args=[job_id])
-        except Exception as exc:  # broker down: the sweep sends it again later
-            logger.warning("job_dispatch_failed", job_id=job_id, error=type(exc).__name__)
+    _publish([[job_id] for job_id in job_ids])
 
 
-def _send_one_run_message(job_ids) -> None:
-    """One run message for a batch of due jobs: one publish, whatever their number.
+def _publish(messages: list[list[int]]) -> None:
+    """Each list of due job ids as one run message: a single job as `jobs.run`, several as `jobs.run_many`,
+    which one worker runs in order (runtime.jobs_run).
 
-    A single job goes as `jobs.run`, several as `jobs.run_many`, which one
-    worker runs in order. If one of them holds that worker up, the sweep sends
-    the others again after JOBS_REDISPATCH_SECONDS, and whichever worker claims a
-    job first runs it (the claim is a conditional UPDATE).
+    One producer from Celery's pool for them all, and when there are several, one pipelined
+    round trip to the broker (kombu's Producer.batch): a publish otherwise pays for the pool
+    checkout and a Redis client of its own. A pipelined send is not retried, so if it fails,
+    each message goes again alone with Celery's retry policy (one sent twice is harmless: the
+    claim is conditional). `argsrepr` is given, so Celery does not build its safe repr of the
+    ids. If one job of a message holds its worker up, the sweep sends the others again after
+    JOBS_REDISPATCH_SECONDS, and whichever worker claims a job first runs it.
     """
+    if not messages:
+        return
+    if len(messages) > 1:
+        try:
+            with current_app.producer_or_acquire() as producer, producer.batch():
+                for job_ids in messages:
+                    _send(producer, job_ids)
+            return
+        except Exception as exc:
+            logger.info("job_dispatch_pipeline_failed", messages=len(messages), error=type(exc).__name__)
     try:
-        if len(job_ids) == 1:
-            current_app.send_task(RUN_TASK, args=[job_ids[0]])
-        else:
-            current_app.send_task(RUN_MANY_TASK, args=[list(job_ids)])
-    except Exception as exc:  # broker down: the sweep sends them again later
-        logger.warning("job_dispatch_failed", job_ids=list(job_ids), error=type(exc).__name__)
+        with current_app.producer_or_acquire() as producer:
+            for job_ids in messages:
+                try:
+                    _send(producer, job_ids)
+                except Exception as exc:  # broker down: the sweep sends it again later
+                    logger.warning("job_dispatch_failed", job_ids=job_ids, error=type(exc).__name__)
+    except Exception as exc:  # no producer: the sweep sends them all again later
+        job_ids = [job_id for message in messages for job_id in message]
+        logger.warning("job_dispatch_failed", job_ids=job_ids, error=type(exc).__name__)
+
+
+def _send(producer, job_ids: list[int]) -> None:
+    task, args = (RUN_TASK, [job_ids[0]]) if len(job_ids) == 1 else (RUN_MANY_TASK, [list(job_ids)])
+    current_app.send_task(task, args=args, argsrepr=repr(args), producer=producer)
 
 
 # Due jobs of committed transactions go to the workers through this, batched.
-run_messages = RunMessageBatcher(_send_one_run_message)
+run_messages = RunMessageBatcher(_publish)
 
 
 def dispatch_committed(batched, unbatched) -> None:

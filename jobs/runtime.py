@@ -6,18 +6,21 @@ handler runs, jobs/heartbeat.py extends the lease (fenced on the attempt
 number), so a long job is not reclaimed from a live worker. Finishing is fenced
 on the attempt number too, so a worker whose lease was taken away cannot
 overwrite the outcome of the attempt that replaced it. Claim and finish run
-once per job: they stay a statement or two each (bench/jobs measures them).
+once per job: a job's finish and the claim of the next job of its run message
+are one statement (bench/jobs measures them).
 """
 
+import functools
 import random
 import sys
 import time
+from contextlib import nullcontext
 from datetime import timedelta
 
 import structlog
 from django.conf import settings
 from django.core.cache import cache
-from django.db import connection, transaction
+from django.db import close_old_connections, connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -39,35 +42,37 @@ CONCURRENCY_RETRY_AFTER = timedelta(seconds=5)
 MAX_ERROR_CHARS = 4000
 
 
+@functools.cache
+def _claim_sql() -> str:
+    """pending -> running for one job id, returning the row; its parameters come from _claim_params."""
+    return (
+        f"UPDATE {connection.ops.quote_name(Job._meta.db_table)} SET status = %s, attempts = attempts + 1,"
+        " started_at = %s, lease_expires_at = %s, updated_at = %s"
+        " WHERE id = %s AND status = %s AND run_after <= %s RETURNING {columns}"
+    )
+
+
+def _claim_params(job_id, now) -> list:
+    dt = connection.ops.adapt_datetimefield_value
+    lease_expires = dt(now + timedelta(seconds=settings.JOBS_LEASE_SECONDS))
+    return [Job.Status.RUNNING, dt(now), lease_expires, dt(now), job_id, Job.Status.PENDING, dt(now)]
+
+
 def job_claim(*, job_id) -> Job | None:
     """pending -> running in one statement that also returns the row (UPDATE ... RETURNING).
 
     A kind registered with `concurrency` keeps the claim only within its limit (_job_keep_within_limit).
     """
-    now = timezone.now()
-    dt = connection.ops.adapt_datetimefield_value
-    q = connection.ops.quote_name
-    claimed = fetch_models(
-        Job,
-        f"UPDATE {q(Job._meta.db_table)} SET status = %s, attempts = attempts + 1, started_at = %s,"
-        " lease_expires_at = %s, updated_at = %s"
-        " WHERE id = %s AND status = %s AND run_after <= %s RETURNING {columns}",
-        [
-            Job.Status.RUNNING,
-            dt(now),
-            dt(now + timedelta(seconds=settings.JOBS_LEASE_SECONDS)),
-            dt(now),
-            job_id,
-            Job.Status.PENDING,
-            dt(now),
-        ],
-    )
-    if not claimed:
+    claimed = fetch_models(Job, _claim_sql(), _claim_params(job_id, timezone.now()))
+    return _within_limit(claimed[0]) if claimed else None
+
+
+def _within_limit(job: Job) -> Job | None:
+    """The just-claimed job, or None when its kind's concurrency limit made it give the claim back."""
+    limit = concurrency_limit(job.kind)
+    if limit is not None and not _job_keep_within_limit(job, limit=limit):
         return None
-    limit = concurrency_limit(claimed[0].kind)
-    if limit is not None and not _job_keep_within_limit(claimed[0], limit=limit):
-        return None
-    return claimed[0]
+    return job
 
 
 def _job_keep_within_limit(job: Job, *, limit: int) -> bool:
@@ -114,7 +119,40 @@ def job_run(*, job_id) -> Job | None:
     job = job_claim(job_id=job_id)
     if job is None:
         return None
-    log = logger.bind(job_id=job.pk, kind=job.kind, attempt=job.attempts)
+    _job_attempt(job)
+    return job
+
+
+def jobs_run(*, job_ids) -> None:
+    """The jobs of one run message, in order, each claimed when its turn comes.
+
+    A job's finish and the claim of the next one are one statement (_job_finish_and_claim),
+    so a job costs one round trip to the database beside its handler's own; the claim
+    still happens only once the job before has finished, as with a run message each.
+    A job that cannot even be run (its claim or finish failed, e.g. the database went
+    away) is logged and left to the sweep; the others still run.
+    """
+    job_ids = list(job_ids)
+    claimed, claim_tried = None, False  # the next job, as claimed by the previous finish
+    for position, job_id in enumerate(job_ids):
+        next_id = job_ids[position + 1] if position + 1 < len(job_ids) else None
+        if next_id == job_id:
+            next_id = None  # one statement cannot update a row twice: claimed on its own
+        try:
+            job = claimed if claim_tried else job_claim(job_id=job_id)
+            claimed, claim_tried = None, False
+            if job is None:
+                continue
+            claimed = _job_attempt(job, claim_next=next_id)
+            claim_tried = next_id is not None
+        except Exception:
+            claimed, claim_tried = None, False
+            logger.exception("job_run_failed", job_id=job_id)
+            close_old_connections()  # a broken connection is not handed to the next job
+
+
+def _job_attempt(job: Job, *, claim_next=None) -> Job | None:
+    """Run the claimed job's handler once and record the outcome; returns `claim_next`'s job if it claimed it."""
     started = time.monotonic()
     handler = get_handler(job.kind)
     status, outcome, error, retry_in = Job.Status.SUCCEEDED, JobAttempt.Outcome.SUCCEEDED, "", None
@@ -140,44 +178,77 @@ def job_run(*, job_id) -> Job | None:
         status, outcome = Job.Status.DEAD, JobAttempt.Outcome.FAILED
         error = f"gave up after {job.attempts} attempts; {error}"
     duration_ms = int((time.monotonic() - started) * 1000)
-    if job_finish(job, status=status, outcome=outcome, error=error, retry_in=retry_in, duration_ms=duration_ms):
-        log.info("job_finished", status=status, duration_ms=duration_ms, retry_in=retry_in)
+    finished, claimed = _job_finish_and_claim(
+        job, status=status, outcome=outcome, error=error, retry_in=retry_in, duration_ms=duration_ms,
+        claim_next=claim_next,
+    )  # fmt: skip
+    about = {"job_id": job.pk, "kind": job.kind, "attempt": job.attempts, "duration_ms": duration_ms}
+    if finished:
+        logger.info("job_finished", status=status, retry_in=retry_in, **about)
     else:
-        log.warning("job_lease_lost", duration_ms=duration_ms)
-    return job
+        logger.warning("job_lease_lost", **about)
+    return _within_limit(claimed) if claimed is not None else None
 
 
 def job_finish(job, *, status, outcome, error, duration_ms, retry_in=None) -> bool:
     """Record the attempt's outcome; False when the lease was lost (another attempt owns the row)."""
+    finished, _ = _job_finish_and_claim(
+        job, status=status, outcome=outcome, error=error, duration_ms=duration_ms, retry_in=retry_in
+    )
+    return finished
+
+
+@functools.cache
+def _finish_sql() -> str:
+    """One statement: the fenced UPDATE of the job, the INSERT of its JobAttempt, and the next job's claim.
+
+    Returns the claimed row (absent when that job is not due or someone else has it) and, when the
+    fence held, a row holding only the finished job's id (its other columns NULL: nothing reads
+    them). The data-modifying CTEs all run, whether the query reads them or not. The claim is read
+    first, so it runs before the finish locks its row: two workers whose messages share jobs (a
+    message sent twice) never wait on each other in a cycle.
+    """
+    q = connection.ops.quote_name
+    finished_id_only = ", ".join("id" if field.primary_key else "NULL" for field in Job._meta.concrete_fields)
+    return (
+        f"WITH finished AS (UPDATE {q(Job._meta.db_table)} SET status = %s, last_error = %s,"
+        " lease_expires_at = NULL, updated_at = %s, finished_at = %s, run_after = COALESCE(%s, run_after),"
+        " dispatched_at = CASE WHEN %s THEN NULL ELSE dispatched_at END, payload = COALESCE(%s, payload)"
+        " WHERE id = %s AND status = %s AND attempts = %s RETURNING id),"
+        f" attempt AS (INSERT INTO {q(JobAttempt._meta.db_table)}"
+        " (job_id, number, started_at, finished_at, outcome, error, duration_ms)"
+        " SELECT id, %s, %s, %s, %s, %s, %s FROM finished),"
+        f" claimed AS ({_claim_sql()})"
+        f" SELECT {{columns}} FROM claimed UNION ALL SELECT {finished_id_only} FROM finished"
+    )
+
+
+def _job_finish_and_claim(job, *, status, outcome, error, duration_ms, retry_in=None, claim_next=None):
+    """Record the attempt's outcome, fenced on the attempt number, and claim job `claim_next` (an id or None).
+
+    (finished, claimed job or None). A dead job's alert is enqueued in the same transaction.
+    """
     now = timezone.now()
+    dt = connection.ops.adapt_datetimefield_value
     error = error[-MAX_ERROR_CHARS:]
-    changes = {
-        "status": status,
-        "last_error": error,
-        "lease_expires_at": None,
-        "updated_at": now,
-        "finished_at": None if status == Job.Status.PENDING else now,
-    }
-    if status == Job.Status.PENDING:
-        changes.update(run_after=now + timedelta(seconds=retry_in or 0), dispatched_at=None)
-    if status == Job.Status.SUCCEEDED and (payload := getattr(job, "payload_on_success", None)) is not None:
-        changes["payload"] = payload
-    with transaction.atomic():
-        fenced = Job.objects.filter(pk=job.pk, status=Job.Status.RUNNING, attempts=job.attempts)
-        if not fenced.update(**changes):
-            return False
-        JobAttempt.objects.create(
-            job=job,
-            number=job.attempts,
-            started_at=job.started_at,
-            finished_at=now,
-            outcome=outcome,
-            error=error,
-            duration_ms=duration_ms,
-        )
-        if status == Job.Status.DEAD:
+    retrying = status == Job.Status.PENDING
+    payload = None
+    if status == Job.Status.SUCCEEDED and (on_success := getattr(job, "payload_on_success", None)) is not None:
+        payload = Job._meta.get_field("payload").get_db_prep_save(on_success, connection)
+    run_after = dt(now + timedelta(seconds=retry_in or 0)) if retrying else None
+    params = [
+        status, error, dt(now), None if retrying else dt(now), run_after, retrying, payload,
+        job.pk, Job.Status.RUNNING, job.attempts,  # the fence
+        job.attempts, dt(job.started_at), dt(now), outcome, error, duration_ms,  # the attempt
+        *_claim_params(claim_next, now),
+    ]  # fmt: skip
+    with transaction.atomic() if status == Job.Status.DEAD else nullcontext():
+        rows = fetch_models(Job, _finish_sql(), params)
+        finished = any(row.pk == job.pk for row in rows)
+        if finished and status == Job.Status.DEAD:
             _job_dead_letter(job, error=error, died_at=now)
-    return True
+    claimed = next((row for row in rows if row.pk == claim_next), None)
+    return finished, claimed
 
 
 def _job_dead_letter(job, *, error, died_at):

@@ -1,15 +1,11 @@
 """Celery runs the handlers; the Job table is the record. Tasks stay thin."""
 
-import structlog
 from celery import shared_task
 from celery.signals import worker_process_shutdown
-from django.db import close_old_connections
 
 from jobs import dispatch, runtime
 from jobs.kinds import RETENTION_TASK, RUN_MANY_TASK, RUN_TASK, SWEEP_TASK
 from jobs.retention import jobs_retention_start
-
-logger = structlog.get_logger(__name__)
 
 
 @shared_task(name=RUN_TASK)
@@ -19,14 +15,8 @@ def run_job(job_id):
 
 @shared_task(name=RUN_MANY_TASK)
 def run_jobs(job_ids):
-    """The due jobs of one run message, in order. A job that cannot even be run (its claim or finish
-    failed, e.g. the database went away) is logged and left to the sweep; the others still run."""
-    for job_id in job_ids:
-        try:
-            runtime.job_run(job_id=job_id)
-        except Exception:
-            logger.exception("job_run_failed", job_id=job_id)
-            close_old_connections()  # a broken connection is not handed to the next job
+    """The due jobs of one run message, in order (runtime.jobs_run)."""
+    runtime.jobs_run(job_ids=job_ids)
 
 
 @shared_task(name=SWEEP_TASK)

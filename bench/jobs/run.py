@@ -3,7 +3,7 @@
     scripts/with-services .venv/bin/python bench/jobs/run.py [--count 10000] [--rounds 2]
 
 See bench/jobs/README.md for what is measured and the results. Exit status:
-0 when the durable path reaches --target (default 0.5) of bare Celery's rate,
+0 when the durable path reaches --target (default 1.0) of bare Celery's rate,
 1 when it does not, 2 when a job was lost, failed or ran more than once.
 """
 
@@ -35,7 +35,7 @@ def parse_args():
     parser.add_argument("--count", type=int, default=10_000, help="no-ops per path per round (default 10000)")
     parser.add_argument("--rounds", type=int, default=2, help="rounds; the order alternates (default 2)")
     parser.add_argument("--concurrency", type=int, default=2, help="worker processes (default 2)")
-    parser.add_argument("--target", type=float, default=0.5, help="minimum jobs/celery rate ratio (default 0.5)")
+    parser.add_argument("--target", type=float, default=1.0, help="minimum jobs/celery rate ratio (default 1.0)")
     parser.add_argument("--warmup", type=int, default=300, help="runs of each kind before measuring (default 300)")
     parser.add_argument("--profile-count", type=int, default=200, help="jobs for the in-process query count (0: skip)")
     parser.add_argument(
@@ -60,6 +60,7 @@ for module in ARGS.include if ARGS else ():  # after setup, as in the worker
     __import__(module)
 
 import redis  # noqa: E402
+from celery.signals import before_task_publish  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.db import connection, transaction  # noqa: E402
@@ -82,7 +83,8 @@ from bench.common import (  # noqa: E402
     stop_process,
 )
 from bench.jobs import handlers as bench  # noqa: E402
-from jobs import runtime  # noqa: E402
+from jobs import dispatch, runtime  # noqa: E402
+from jobs.kinds import RUN_MANY_TASK, RUN_TASK  # noqa: E402
 from jobs.models import Job, JobAttempt  # noqa: E402
 
 # --- PostgreSQL and Redis ---------------------------------------------------------------------
@@ -214,12 +216,30 @@ def run_celery(count, worker, meter):
     }
 
 
+class MessageCount:
+    """Run messages this process published (Celery's before_task_publish), by task name."""
+
+    def __init__(self):
+        self.by_task = {}
+        before_task_publish.connect(self.count, weak=False)
+
+    def count(self, sender=None, **kwargs):
+        self.by_task[sender] = self.by_task.get(sender, 0) + 1
+
+    def run_messages(self):
+        return self.by_task.get(RUN_TASK, 0) + self.by_task.get(RUN_MANY_TASK, 0)
+
+
+MESSAGES = MessageCount()
+
+
 def run_jobs(count, worker, meter, round_no):
     wait_idle()
     truncate_jobs()
     reset(bench.JOBS_COUNTER, count)
     prefix = f"bench:r{round_no}:"
     before = pg_counters()
+    messages_before = MESSAGES.run_messages()
     enqueue = jobs.enqueue
     cpu_before = meter.sample()
     start = time.time()
@@ -237,6 +257,7 @@ def run_jobs(count, worker, meter, round_no):
         time.sleep(0.02)
     cpu_after = meter.sample()
     after = pg_counters()
+    messages = MESSAGES.run_messages() - messages_before
     check = verify_jobs(prefix, count)
     check["handler_runs"] = done
     last_finish = Job.objects.aggregate(last=Max("finished_at"))["last"]
@@ -248,6 +269,8 @@ def run_jobs(count, worker, meter, round_no):
         "total_seconds": end - start,
         "rate": count / (end - start) if end > start else 0.0,
         "check": check,
+        "run_messages": messages,
+        "jobs_per_message": round(count / messages, 2) if messages else None,
         "cpu_us_per_op": meter.per_unit(cpu_before, cpu_after, count),
         "postgres_per_op": {k: round((after[k] - before[k]) / count, 2) for k in after},
     }
@@ -280,28 +303,47 @@ def verify_jobs(prefix, count):
 # --- where the time goes: statements and microseconds per job, worker stopped ----------------
 
 
-def profile(count):
+def profile(count, per_message):
     """Queries and microseconds per job on each side, measured in this process with the worker stopped.
 
-    Enqueue side: exactly what run_jobs does (its run messages are purged
-    afterwards). Worker side: jobs inserted without a run message, then
-    runtime.job_run here, wrapped in what Celery's Django fixup does around
-    every task in a prefork worker (its close_database() before and after),
-    so connection handling is counted as in the worker.
+    Wall time (`*_us`): enqueue exactly as run_jobs does it (its run messages
+    are purged afterwards), and runtime.job_run wrapped in what Celery's
+    Django fixup does around every task in a prefork worker (its
+    close_database() before and after), so connection handling is counted as
+    in the worker.
+
+    CPU time of this thread (`cpu_us`, per job), step by step: bare Celery's
+    `.delay()`; the business transaction with its enqueue (its run message
+    handed over, not sent); the publish of one run message of `per_message`
+    jobs (as many as a message carried in the rounds), divided among them; the
+    handler both paths run; runtime.jobs_run on messages of `per_message` jobs,
+    and in it the first job's claim (one per message) and the statement that
+    finishes a job and claims the next.
     """
     from types import SimpleNamespace
 
     from celery.fixups.django import DjangoWorkerFixup
+    from django.test.utils import override_settings
 
     from config.celery import app
 
     truncate_jobs()
-    out = {}
+    out, cpu = {"jobs_per_message": per_message}, {}
+    size = max(round(per_message), 1)
 
-    start = time.perf_counter()
+    def fresh_jobs(label):
+        now = datetime.now(UTC)
+        made = Job.objects.bulk_create(
+            Job(kind=bench.JOB_KIND, key=f"profile:{label}:{n}", payload={}, run_after=now, created_at=now)
+            for n in range(count)
+        )
+        return [job.pk for job in made]
+
+    start, cpu_start = time.perf_counter(), time.thread_time()
     for _ in range(count):
         bench.celery_noop.delay()
     out["celery_delay_us"] = (time.perf_counter() - start) / count * 1e6
+    cpu["celery_delay"] = (time.thread_time() - cpu_start) / count * 1e6
 
     with CaptureQueriesContext(connection) as ctx:
         start = time.perf_counter()
@@ -312,14 +354,41 @@ def profile(count):
     out["enqueue_us"] = elapsed / count * 1e6
     out["enqueue_queries"] = summarize(ctx.captured_queries, count)
 
-    now = datetime.now(UTC)
-    ids = [
-        job.pk
-        for job in Job.objects.bulk_create(
-            Job(kind=bench.JOB_KIND, key=f"profile:run:{n}", payload={}, run_after=now, created_at=now)
-            for n in range(count)
-        )
-    ]
+    with override_settings(JOBS_DISPATCH_LINGER_MS=600_000):  # handed over, sent only by the flush below
+        cpu_start = time.thread_time()
+        for n in range(count):
+            with transaction.atomic():
+                jobs.enqueue(bench.JOB_KIND, {}, key=f"profile:transaction:{n}")
+        cpu["enqueue_transaction"] = (time.thread_time() - cpu_start) / count * 1e6
+        dispatch.run_messages.flush()
+        ids = fresh_jobs("publish")
+        cpu_start = time.thread_time()
+        for first in range(0, count, size):
+            dispatch.run_messages.submit(ids[first : first + size])
+            dispatch.run_messages.flush()  # one run message, sent on this thread
+        cpu["publish_share"] = (time.thread_time() - cpu_start) / count * 1e6
+
+    cpu_start = time.thread_time()
+    for _ in range(count):
+        bench.count_run(bench.JOBS_COUNTER)
+    cpu["handler"] = (time.thread_time() - cpu_start) / count * 1e6
+
+    ids = fresh_jobs("claim")
+    cpu_start = time.thread_time()
+    for job_id in ids:
+        runtime.job_claim(job_id=job_id)
+    cpu["claim"] = (time.thread_time() - cpu_start) / count * 1e6
+
+    ids = fresh_jobs("jobs_run")
+    with CaptureQueriesContext(connection) as ctx:
+        cpu_start = time.thread_time()
+        for first in range(0, count, size):
+            runtime.jobs_run(job_ids=ids[first : first + size])
+        cpu["jobs_run"] = (time.thread_time() - cpu_start) / count * 1e6
+    out["jobs_run_queries"] = summarize(ctx.captured_queries, count)
+    cpu["finish_and_claim_next"] = cpu["jobs_run"] - cpu["handler"] - cpu["claim"] / size
+
+    ids = fresh_jobs("job_run")
     fixup = DjangoWorkerFixup(app)
     fixup.worker = SimpleNamespace(pool_cls="prefork")
     sessions_before = pg_counters()["connections"]
@@ -333,6 +402,7 @@ def profile(count):
     out["job_run_us"] = elapsed / count * 1e6
     out["job_run_queries"] = summarize(ctx.captured_queries, count)
     out["job_run_connections"] = round((pg_counters()["connections"] - sessions_before) / count, 2)
+    out["cpu_us"] = {step: round(us) for step, us in cpu.items()}
     broker().delete("celery")
     return out
 
@@ -467,7 +537,10 @@ def main():
         stop_process(worker, timeout=20)  # warm shutdown: the queue is empty by now
     if ARGS.profile_count:
         print(f"profile: {ARGS.profile_count} jobs in this process, worker stopped ...", flush=True)
-        profile_out = profile(ARGS.profile_count)
+        per_message = statistics.median(
+            res["jobs_per_message"] or 1 for r in rounds for res in r["results"] if res["path"] == "jobs"
+        )
+        profile_out = profile(ARGS.profile_count, per_message)
 
     summary = summarize_rounds(rounds, failed)
     summary["elapsed_seconds"] = round(time.monotonic() - started, 1)
@@ -484,6 +557,8 @@ def main():
         )
         print(f"  new PostgreSQL connections per job_run with Celery's per-task handling: "
               f"{profile_out['job_run_connections']}")  # fmt: skip
+        print(f"  CPU of this thread per job, messages of {profile_out['jobs_per_message']} jobs: "
+              f"{profile_out['cpu_us']}; jobs_run queries {profile_out['jobs_run_queries']}")  # fmt: skip
     print()
     print("per op, measured during the phase (CPU in microseconds; other = the rest of the machine):")
     for r in rounds:
@@ -494,6 +569,8 @@ def main():
                   f" other {cpu['other_processes']:>5} steal {cpu['steal']:>4};"
                   f" machine busy {cpu['machine_utilisation']:.0%}")  # fmt: skip
             print(f"  {'':>8}        PostgreSQL: {res['postgres_per_op']}")
+            if res["path"] == "jobs":
+                print(f"  {'':>8}        run messages: {res['run_messages']} ({res['jobs_per_message']} jobs each)")
 
     ARGS.results.parent.mkdir(parents=True, exist_ok=True)
     ARGS.results.write_text(json.dumps({

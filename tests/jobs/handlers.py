@@ -9,7 +9,7 @@ import time
 
 import redis
 
-from jobs import PermanentError, TransientError, handler
+from jobs import PermanentError, TransientError, handler, keep_payload_on_success
 
 
 def runs_store():
@@ -88,3 +88,32 @@ def enqueue_follow_up(job):
     import jobs
 
     jobs.enqueue("tests.record", {"runs": job.payload["runs"]}, key=f"{job.key}:follow-up")
+
+
+@handler("tests.record_neighbours")
+def record_neighbours(job):
+    """Records the status that the jobs keyed in its payload's `neighbours` have while this one runs."""
+    from jobs.models import Job
+
+    statuses = dict(Job.objects.filter(key__in=job.payload["neighbours"]).values_list("key", "status"))
+    store = runs_store()
+    for neighbour in job.payload["neighbours"]:
+        store.hset(job.payload["seen"], f"{job.key} saw {neighbour}", statuses[neighbour])
+    record_run(job)
+
+
+@handler("tests.lose_lease")
+def lose_lease(job):
+    """Another attempt takes the row while this one runs (its lease expired and the sweep reclaimed it)."""
+    from django.db.models import F
+
+    from jobs.models import Job
+
+    Job.objects.filter(pk=job.pk).update(attempts=F("attempts") + 1)
+
+
+@handler("tests.keep_less")
+def keep_less(job):
+    """Succeeds, keeping a smaller payload than it was given."""
+    keep_payload_on_success(job, {"kept": True})
+    record_run(job)

@@ -92,9 +92,9 @@ def test_flush_sends_what_is_pending_at_once(django_capture_on_commit_callbacks,
 def test_many_threads_committing_at_once_each_get_their_jobs_sent_once():
     sent, lock = [], threading.Lock()
 
-    def send(job_ids):
+    def send(messages):
         with lock:
-            sent.append(job_ids)
+            sent.extend(messages)
 
     batcher = RunMessageBatcher(send)  # a fresh one: its first use races between the threads
     start = threading.Barrier(16)
@@ -121,7 +121,7 @@ def test_many_threads_committing_at_once_each_get_their_jobs_sent_once():
 @override_settings(JOBS_DISPATCH_LINGER_MS=2)
 def test_a_forked_child_sends_its_own_jobs_and_not_its_parents():
     reader, writer = os.pipe()
-    batcher = RunMessageBatcher(lambda job_ids: os.write(writer, json.dumps(job_ids).encode() + b"\n"))
+    batcher = RunMessageBatcher(lambda messages: os.write(writer, json.dumps(messages).encode() + b"\n"))
     batcher.submit([1])  # the parent's publisher thread exists before the fork
     batcher.flush()
     child = os.fork()
@@ -134,7 +134,7 @@ def test_a_forked_child_sends_its_own_jobs_and_not_its_parents():
     os.waitpid(child, 0)
     os.close(writer)
     with os.fdopen(reader) as lines:
-        assert [json.loads(line) for line in lines] == [[1], [2]]
+        assert [json.loads(line) for line in lines] == [[[1]], [[2]]]
 
 
 @override_settings(JOBS_DISPATCH_LINGER_MS=60_000)
@@ -147,3 +147,24 @@ def test_kinds_registered_unbatched_get_a_message_each_at_commit(django_capture_
     assert messages_since(queued) == [("jobs.run", [shards[0].pk]), ("jobs.run", [shards[1].pk])]
     run_messages.flush()
     assert messages_since(queued)[2:] == [("jobs.run", [short.pk])], "the short one still waits for its batch"
+
+
+def test_messages_whose_pipelined_send_fails_go_again_one_by_one(django_capture_on_commit_callbacks, runs, monkeypatch):
+    """kombu does not retry a pipelined send: each message is sent alone then, with Celery's retry policy."""
+    from kombu import Producer
+
+    class FailingBatch:
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc_info):
+            raise ConnectionError("the pipeline's round trip failed")
+
+    monkeypatch.setattr(Producer, "batch", lambda self, *args, **kwargs: FailingBatch())
+    queued = broker().llen("celery")
+    with override_settings(JOBS_DISPATCH_LINGER_MS=60_000, JOBS_DISPATCH_MAX_BATCH=1):
+        first = commit(django_capture_on_commit_callbacks, runs, "pipeline:1")
+        second = commit(django_capture_on_commit_callbacks, runs, "pipeline:2")
+        run_messages.flush()
+    sent = messages_since(queued)
+    assert ("jobs.run", first) in sent and ("jobs.run", second) in sent
