@@ -112,9 +112,9 @@ class LeadCreateView(APIView):
         if int(request.META.get("CONTENT_LENGTH") or 0) > settings.LEADS_MAX_BODY_BYTES:
             raise PayloadTooLarge()
         trusted = trusted_chat_client(request, required=False)
-        caller = idempotency_caller(request, trusted_chat=trusted)
         key = request.headers.get("Idempotency-Key", "").strip()[:255]
-        if not (key and caller):
+        caller = key and idempotency_caller(request, trusted_chat=trusted)  # a keyed hash: only when a key came
+        if not caller:
             return self._create(request, trusted=trusted)
         owned = {"scope": self.IDEMPOTENCY_SCOPE, "caller": caller, "key": key}
         try:

@@ -8,6 +8,7 @@ from django.core.cache import cache
 from django.test import RequestFactory
 from rest_framework.request import Request
 
+from foundation.cache import shared_redis
 from foundation.throttling import ScopedRateThrottle, window_wait, window_waits
 from tests.conftest import free_port
 
@@ -73,3 +74,9 @@ def test_an_unreachable_cache_lets_requests_through_and_says_so(settings, caplog
 def test_many_requests_are_counted_in_one_call_each_against_its_own_key():
     waits = window_waits(["tests:a", "tests:b", "tests:a", "tests:a"], "2/min", now=900.0)
     assert waits[:3] == [None, None, None] and waits[3] == pytest.approx(60.0)
+
+
+def test_a_windows_counter_expires():
+    window_waits(["tests:ttl"], "5/min", now=960.0)  # window 16: 960–1020 s
+    window_waits(["tests:ttl"], "5/min", now=1010.0)
+    assert 0 < shared_redis().ttl(cache.make_key("tests:ttl:16")) <= 60, "never kept for good"
