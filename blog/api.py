@@ -1,7 +1,9 @@
 """Blog endpoints: posts read through the cache, and the purge WordPress calls on publish."""
 
+import functools
+
 from django.conf import settings
-from django.http import HttpResponse, HttpResponseNotModified
+from django.http import HttpResponse, HttpResponseNotModified, QueryDict
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.exceptions import APIException, NotFound, ValidationError
@@ -11,8 +13,9 @@ from rest_framework.views import APIView
 
 from blog import cache as posts_cache
 from blog import selectors, services
-from blog.posts import SLUG
+from blog.posts import SLUG, PostsQuery
 from blog.serializers import (
+    VALIDATION_CACHE_MAX_QUERY,
     PostDetailSerializer,
     PostQuerySerializer,
     PostsPageSerializer,
@@ -71,6 +74,11 @@ class BlogReadView(APIView):
     throttle_classes = []  # UpstreamThrottle, through admit_upstream, once the cache cannot answer
     renderer_classes = [JSONRenderer]
 
+    @property
+    def default_response_headers(self):
+        # No Allow on a GET, whether the cache (posts_view) or this view answers it; OPTIONS and a 405 still get it.
+        return {} if self.request.method in ("GET", "HEAD") else super().default_response_headers
+
     def perform_content_negotiation(self, request, force=False):
         # JSON is all these views answer: parsing Accept to choose among one renderer cost a tenth of a hit.
         return self.renderer_classes[0](), "application/json"
@@ -87,20 +95,9 @@ class BlogReadView(APIView):
         return self.refresh
 
     def answer(self, request, answer) -> HttpResponse:
-        entry = answer.entry
-        if entry is None:
+        if answer.entry is None:
             raise BlogUnavailable()
-        headers = {"X-Cache": answer.outcome, "ETag": entry.etag, "Cache-Control": CACHE_CONTROL}
-        if answer.outcome == "stale":
-            headers["Warning"] = '110 - "Response is Stale"'
-        if entry.status == 200 and entry.matches(request.headers.get("If-None-Match")):
-            response = HttpResponseNotModified()
-        else:
-            response = HttpResponse(entry.body, status=entry.status, content_type="application/json")
-            headers.update(entry.headers)
-        for name, value in headers.items():
-            response[name] = value
-        return response
+        return _served(request, answer)
 
     def handle_exception(self, exc):
         response = super().handle_exception(exc)
@@ -108,6 +105,21 @@ class BlogReadView(APIView):
         if isinstance(exc, BlogUnavailable):
             response["Retry-After"] = "30"
         return response
+
+
+def _served(request, answer: posts_cache.Answer) -> HttpResponse:
+    """The answer of an entry as stored (no serialization), or a 304 when If-None-Match names it."""
+    entry = answer.entry
+    headers = {"X-Cache": answer.outcome, "ETag": entry.etag, "Cache-Control": CACHE_CONTROL}
+    if answer.outcome == "stale":
+        headers["Warning"] = '110 - "Response is Stale"'
+    if entry.status == 200 and entry.matches(request.META.get("HTTP_IF_NONE_MATCH")):
+        response = HttpResponseNotModified()
+        for name, value in headers.items():
+            response[name] = value
+        return response
+    return HttpResponse(entry.body, status=entry.status, headers={**headers, **dict(entry.headers)},
+                        content_type="application/json")  # fmt: skip
 
 
 class PostsView(BlogReadView):
@@ -126,6 +138,33 @@ class PostsView(BlogReadView):
         refresh = self.wants_refresh(request, data)
         query = PostsQuerySerializer.query(data)
         return self.answer(request, selectors.posts_page(query, refresh=refresh, admit=self.admit_upstream))
+
+
+@functools.lru_cache(maxsize=1024)
+def _cacheable_query(query_string: str) -> PostsQuery | None:
+    """The posts query of a query string that the cache may answer; None when it is invalid or asks for a
+    refresh (PostsView answers those, with its errors). Kept per distinct query string, as validated_query."""
+    params = PostsQuerySerializer(data=QueryDict(query_string))
+    if not params.is_valid() or params.validated_data["cache"] == "false":
+        return None
+    return PostsQuerySerializer.query(params.validated_data)
+
+
+def posts_view():
+    """GET /api/posts: a cache hit is answered here, without DRF's request handling (bench/blog); everything
+    else (misses, refreshes, invalid queries, other methods) by PostsView."""
+    view = PostsView.as_view()
+
+    @functools.wraps(view)  # csrf_exempt and the view class (the schema) as PostsView's
+    def posts(request):
+        if request.method == "GET" and selectors.blog_configured():
+            query_string = request.META.get("QUERY_STRING", "")
+            query = _cacheable_query(query_string) if len(query_string) <= VALIDATION_CACHE_MAX_QUERY else None
+            if query is not None and (answer := selectors.posts_page_cached(query)) is not None:
+                return _served(request, answer)
+        return view(request)
+
+    return posts
 
 
 POST_READ_SCHEMA = {

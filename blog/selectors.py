@@ -55,6 +55,15 @@ def posts_page(query: PostsQuery, *, refresh: bool = False, admit=None) -> posts
     return posts_cache.read_through(query.cache_name, fetch, refresh=refresh, admit=admit)
 
 
+def posts_page_cached(query: PostsQuery) -> posts_cache.Answer | None:
+    """The page from the cache if it holds it fresh (a `hit`), else None; also None when Redis cannot be
+    reached (posts_page then answers without the cache)."""
+    try:
+        return posts_cache.cached(query.cache_name)
+    except posts_cache.CACHE_ERRORS:
+        return None
+
+
 def post_by_slug(slug: str, *, refresh: bool = False, admit=None) -> posts_cache.Answer:
     """One post with its sanitized content."""
 

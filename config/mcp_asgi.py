@@ -19,6 +19,7 @@ says so, and /healthz all the same.
 """
 
 import gc
+import logging
 import os
 
 import django
@@ -31,5 +32,8 @@ from docs_mcp.server import application_from_settings  # noqa: E402  (after djan
 
 sentry_init()
 application = reported(application_from_settings())
+# No access log line per request, as the web process writes none (deploy/supervisor/web.conf): nginx logs every
+# request and each tool call is recorded on the caller's profile; the line is CPU spent on every call (bench/mcp).
+logging.getLogger("uvicorn.access").setLevel(logging.WARNING)
 # Everything imported and built so far lives as long as the process: out of the collector's way.
 gc.freeze()

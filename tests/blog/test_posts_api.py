@@ -1,10 +1,14 @@
 """GET /api/posts and /api/posts/<slug> through the cache, against a local WordPress."""
 
+import dataclasses
 import json
 import time
 
 import pytest
+from django.core.cache import cache
 
+from blog import cache as posts_cache
+from blog.posts import PostsQuery
 from standins.wordpress import make_post
 
 
@@ -88,6 +92,24 @@ def test_miss_then_hit_then_bypass_refreshes(client, wordpress):
     after = get(client, "/api/posts?per_page=3")
     assert (after["X-Cache"], after.content) == ("hit", bypass.content)
     assert wordpress.calls == 2
+
+
+def test_a_hit_reads_the_shared_entry_each_time_and_answers_as_a_miss_does(client, wordpress):
+    """Hits are answered before DRF's handling, from Redis on every request: what another process stored
+    since is what the next hit serves, with the headers the view gives."""
+    miss = get(client, "/api/posts?page=2")
+    hit = get(client, "/api/posts?page=2")
+    assert [name for name in miss.headers if name not in ("X-Cache", "X-Request-ID")] == [
+        name for name in hit.headers if name not in ("X-Cache", "X-Request-ID")
+    ]
+    assert "Allow" not in hit and hit["Content-Type"] == "application/json"
+
+    key = posts_cache.entry_key(PostsQuery(page=2).cache_name, posts_cache.current_generation())
+    rewritten = dataclasses.replace(cache.get(key), body=b'{"posts":[]}', etag='"rewritten"')
+    cache.set(key, rewritten)  # another process's ?cache=false
+    again = get(client, "/api/posts?page=2")
+    assert (again["X-Cache"], again.content, again["ETag"]) == ("hit", b'{"posts":[]}', '"rewritten"')
+    assert wordpress.calls == 1
 
 
 def test_an_expired_entry_is_fetched_again(client, wordpress, settings):
