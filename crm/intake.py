@@ -40,3 +40,16 @@ def lead_created_emit(*, lead, replay: str = ""):
     return jobs.enqueue(
         LEAD_CREATED, {"lead_id": lead.pk}, key=lead_created_key(lead.pk, replay=replay), store_id=lead.store_id
     )
+
+
+def lead_created_emit_many(*, leads) -> None:
+    """`lead_created_emit` for several leads in the caller's transaction: one INSERT for all their jobs."""
+    specs = []
+    for lead in leads:
+        if missing := lead_created_missing_fields(lead):
+            logger.info("lead_created_skipped", lead_id=lead.pk, missing=missing)
+        else:
+            key = lead_created_key(lead.pk)
+            specs.append(jobs.JobSpec(LEAD_CREATED, {"lead_id": lead.pk}, key, store_id=lead.store_id))
+    if specs:
+        jobs.enqueue_many(specs)

@@ -4,9 +4,9 @@ Email leads are Lead rows of the email channel; they are written through trackin
 EmailLead, the one model of leadgen's that tracking reaches. Only email leads carry a dedup key, so the
 proxy's manager (the email channel only) sees every row a key can match."""
 
-from django.db import transaction
+from django.db import connection, transaction
 
-from foundation.db import insert_on_conflict
+from foundation.db import insert_many_on_conflict, insert_on_conflict
 from tracking.models import EmailLead
 
 # Refreshed on a second sighting of the same email lead; everything else stays as first captured.
@@ -45,6 +45,39 @@ def email_lead_upsert(*, dedup_key: str, fields: dict, reparse_key: str | None =
                 else:
                     _email_lead_refresh(lead, fields)
     return lead, lead.parse_state == EmailLead.ParseState.PARSED
+
+
+def email_leads_upsert(rows: list[tuple[str, dict]]) -> list[tuple[EmailLead, bool]]:
+    """`email_lead_upsert` for several emails, (dedup_key, fields) each, in the caller's transaction; one
+    (lead, complete) per row, in order.
+
+    The rows whose keys are new are written by one INSERT … ON CONFLICT DO NOTHING, in key order, so that
+    concurrent batches lock the keys they share in one order. The others (a key already taken, by another
+    poll or by an earlier row of the same batch) go one by one through `email_lead_upsert`, in order, as
+    if each row had been written alone after the ones before it.
+    """
+    prepared = [(dedup_key, _email_lead_fields(fields)) for dedup_key, fields in rows]
+    first = {}  # dedup_key -> the lead of the first row with that key
+    for dedup_key, fields in prepared:
+        first.setdefault(dedup_key, EmailLead(dedup_key=dedup_key, **fields))
+    with transaction.atomic():
+        written = insert_many_on_conflict(
+            [first[key] for key in sorted(first)],
+            on_conflict="ON CONFLICT (dedup_key) DO NOTHING",
+            returning="id, dedup_key",
+        )
+        inserted = {}
+        for pk, dedup_key in written:
+            lead = inserted[dedup_key] = first[dedup_key]
+            lead.pk, lead._state.adding, lead._state.db = pk, False, connection.alias
+        upserted = []
+        for dedup_key, fields in prepared:
+            lead = inserted.pop(dedup_key, None)  # only the first row of a new key is the inserted one
+            if lead is None:
+                upserted.append(email_lead_upsert(dedup_key=dedup_key, fields=fields))
+            else:
+                upserted.append((lead, lead.parse_state == EmailLead.ParseState.PARSED))
+    return upserted
 
 
 def _email_lead_fields(fields: dict) -> dict:

@@ -523,6 +523,8 @@ def _parse_time(value: str) -> time | None:
 
 
 def _parse_date(value: str) -> date | None:
+    if not value.strip():
+        return None  # most notifications have no booking: no need to try every format on nothing
     value = _TIME.sub(" ", value)
     value = _WEEKDAY.sub(" ", value)
     value = _ORDINAL.sub(r"\1", value)

@@ -2,8 +2,9 @@
 poll a mailbox, schedule the polls.
 
 The path of one message: parse → map to a store → upsert the lead on its
-dedup key and, when it is complete, emit LeadCreated (one transaction) →
-mark the message \\Seen. When that transaction fails, or the circuit breaker
+dedup key and, when it is complete, emit LeadCreated (one transaction for
+a fetched batch; for each message alone when the batch's fails) → mark the
+message \\Seen. When its own transaction fails, or the circuit breaker
 on lead writes is open, the parsed lead is parked as a retry job instead and
 the message is marked \\Seen all the same: it is durably captured either
 way. If even parking fails, the message stays unseen and the next poll reads
@@ -22,7 +23,8 @@ from django.db import DatabaseError, InterfaceError, OperationalError, connectio
 from django.utils import timezone
 
 import jobs
-from crm.intake import lead_created_emit
+from crm.intake import lead_created_emit, lead_created_emit_many
+from foundation.cache import shared_redis
 from foundation.db import describe_db_error
 from integrations.imap.client import FetchedMessage, ImapClient, MailboxSettings
 from tracking.keys import (
@@ -33,7 +35,7 @@ from tracking.keys import (
     POLL_MAX_ATTEMPTS,
     STORE_MAPPING_CACHE_KEY,
 )
-from tracking.leads import email_lead_upsert
+from tracking.leads import email_lead_upsert, email_leads_upsert
 from tracking.parsing import (
     HEADER_MAX_BYTES,
     ParsedLeadEmail,
@@ -141,6 +143,23 @@ def email_lead_capture(*, parsed: ParsedLeadEmail, mappings: StoreMappings | Non
     return lead
 
 
+def email_leads_capture(*, parsed: list[ParsedLeadEmail], mappings: StoreMappings) -> None:
+    """`email_lead_capture` for a batch of emails in one transaction: one INSERT for the new leads
+    (tracking.leads.email_leads_upsert), one for the LeadCreated jobs of the complete ones."""
+    if any(email.received_at is None for email in parsed):
+        raise ValueError("a captured email needs its received time (the IMAP INTERNALDATE)")
+    now = timezone.now()
+    rows = [
+        (email.dedup_key, _lead_fields(email, mappings.lookup(
+            tracking_id=email.tracking_id, lead_emails=(email.email_from, email.forwarded_original_to)
+        ), now))
+        for email in parsed
+    ]  # fmt: skip
+    with transaction.atomic():
+        leads = email_leads_upsert(rows)
+        lead_created_emit_many(leads=[lead for lead, complete in leads if complete])
+
+
 @dataclass(frozen=True)
 class MessageSource:
     """Where a message came from, so a parked lead can be traced back to it."""
@@ -204,27 +223,29 @@ def _attempts_key(source: MessageSource) -> str:
     return f"tracking:message-attempts:{source.key}"
 
 
-def message_attempt_start(*, source: MessageSource) -> int:
-    """Count one more poll starting on this message (this one included); shared by every worker."""
-    key = _attempts_key(source)
-    for _ in range(3):
-        cache.add(key, 0, MESSAGE_ATTEMPTS_TTL)
-        try:
-            return cache.incr(key)
-        except ValueError:  # a concurrent poll finished the message and cleared its count in between
-            continue
-    return 1
+def message_attempt_start(*, source: MessageSource, finished: MessageSource | None = None) -> int:
+    """Count one more poll starting to read this message (this one included); shared by every worker.
+
+    `finished`: the message this poll read just before, whose count is cleared in the same round trip.
+    """
+    key = cache.make_key(_attempts_key(source))  # the cache's prefix and version, as cache.delete uses
+    pipeline = shared_redis().pipeline(transaction=False)
+    if finished is not None:
+        pipeline.delete(cache.make_key(_attempts_key(finished)))
+    pipeline.incr(key)
+    pipeline.expire(key, MESSAGE_ATTEMPTS_TTL)
+    return pipeline.execute()[-2]
 
 
-def _message_parse(message: FetchedMessage, source: MessageSource) -> ParsedLeadEmail:
-    """Parse a message, unless it is over the size limit or earlier polls never got past it."""
+def _message_parse(message: FetchedMessage, attempts: int) -> ParsedLeadEmail:
+    """Parse a message, unless it is over the size limit or earlier polls never got past it (`attempts`: the
+    polls started on it, this one included)."""
     if message.header_only:
         reason = (
             f"message too large: {message.size} bytes, over IMAP_MAX_MESSAGE_BYTES "
             f"({settings.IMAP_MAX_MESSAGE_BYTES}); its body was not fetched"
         )
         return headers_only(message.raw, received_at=message.internal_date, reason=reason)
-    attempts = message_attempt_start(source=source)
     if attempts > settings.IMAP_MESSAGE_MAX_ATTEMPTS:
         reason = f"not parsed: {attempts - 1} earlier polls started on this message and never finished it"
         return headers_only(message.raw, received_at=message.internal_date, reason=reason)
@@ -247,11 +268,47 @@ def _sender_checked(parsed: ParsedLeadEmail, raw: bytes, mappings: StoreMappings
     return replace(parsed, parse_error=f"sender not authenticated for {domain}: {auth.describe()}")
 
 
-def _message_capture(message: FetchedMessage, source: MessageSource, breaker, mappings, result, *, reread) -> bool:
-    """Capture one message, or park it; True when it may be marked \\Seen."""
-    parsed = _message_parse(message, source)
+@dataclass(frozen=True)
+class _ReadMessage:
+    source: MessageSource
+    parsed: ParsedLeadEmail
+
+
+def _message_read(message: FetchedMessage, source: MessageSource, attempts: int, mappings) -> _ReadMessage:
+    parsed = _message_parse(message, attempts)
     if settings.IMAP_TRUSTED_AUTHSERV_ID and not parsed.parse_error:
         parsed = _sender_checked(parsed, message.raw, mappings)
+    return _ReadMessage(source, parsed)
+
+
+def _messages_capture(read: list[_ReadMessage], breaker, mappings, result, *, reread) -> list[int]:
+    """Capture read messages, or park them; the UIDs that may be marked \\Seen.
+
+    Several at once are one write through the breaker (email_leads_capture). If
+    that fails, each is written alone, so one message the database refuses
+    leaves the others captured; what still fails is parked. A rescan (`reread`)
+    writes each alone: a failed lead it now understands changes key.
+    """
+    done = []
+    if len(read) > 1 and not reread:
+        try:
+            breaker.call(email_leads_capture, parsed=[item.parsed for item in read], mappings=mappings)
+        except Exception as exc:  # database down, circuit open, one message the database refuses, or a bug
+            log = logger.bind(mailbox=read[0].source.mailbox, uids=[item.source.uid for item in read])
+            log.warning("lead_batch_write_failed", error=describe_db_error(exc))
+            connection.close_if_unusable_or_obsolete()
+        else:
+            result.captured += len(read)
+            result.failed_parse += sum(bool(item.parsed.parse_error) for item in read)
+            done = read
+    if not done:
+        done = [item for item in read if _message_capture(item, breaker, mappings, result, reread=reread)]
+    return [item.source.uid for item in done]
+
+
+def _message_capture(item: _ReadMessage, breaker, mappings, result, *, reread) -> bool:
+    """Capture one message, or park it; True when it may be marked \\Seen."""
+    parsed, source = item.parsed, item.source
     log = logger.bind(mailbox=source.mailbox, uid=source.uid)
     try:
         breaker.call(email_lead_capture, parsed=parsed, mappings=mappings, reread=reread)
@@ -260,7 +317,6 @@ def _message_capture(message: FetchedMessage, source: MessageSource, breaker, ma
         # A dropped connection stays broken inside this process until it is closed.
         connection.close_if_unusable_or_obsolete()
     else:
-        cache.delete(_attempts_key(source))
         result.captured += 1
         result.failed_parse += bool(parsed.parse_error)
         return True
@@ -271,9 +327,29 @@ def _message_capture(message: FetchedMessage, source: MessageSource, breaker, ma
         connection.close_if_unusable_or_obsolete()
         result.left_unseen += 1
         return False
-    cache.delete(_attempts_key(source))
     result.parked += 1
     return True
+
+
+def _batch_capture(client: ImapClient, messages: list[FetchedMessage], breaker, result, *, reread) -> list[int]:
+    """Read and capture one fetched batch; the UIDs that may be marked \\Seen.
+
+    Each message's read (parse, sender check) is counted: its count goes up
+    before and is cleared once it is read, so a message that stops every poll
+    reading it is parked as a failed lead after IMAP_MESSAGE_MAX_ATTEMPTS,
+    alone.
+    """
+    mappings = store_mappings()
+    read, finished = [], None
+    for message in messages:
+        source = MessageSource(client.mailbox.name, client.uidvalidity, message.uid)
+        attempts = 0
+        if not message.header_only:  # a header-only read is bounded by its fetch: not counted
+            attempts, finished = message_attempt_start(source=source, finished=finished), source
+        read.append(_message_read(message, source, attempts, mappings))
+    if finished is not None:
+        cache.delete(_attempts_key(finished))
+    return _messages_capture(read, breaker, mappings, result, reread=reread)
 
 
 def mailbox_poll(
@@ -286,7 +362,7 @@ def mailbox_poll(
     """Read a mailbox's unseen messages (or all, with `include_seen`) in UID batches and capture each.
 
     A message is marked \\Seen only once its lead is saved or parked. One
-    transaction per message. With a `time_budget` (seconds) it stops between
+    transaction per batch (_batch_capture). With a `time_budget` (seconds) it stops between
     batches once the budget is spent; the next poll goes on from there.
     """
     started = time.monotonic()
@@ -302,23 +378,12 @@ def mailbox_poll(
             if time_budget is not None and time.monotonic() - started > time_budget:
                 result.budget_exhausted = True
                 break
-            mappings = store_mappings()
-            seen = [
-                message.uid
-                for message in client.fetch(
-                    uids[start : start + settings.IMAP_FETCH_BATCH],
-                    max_bytes=settings.IMAP_MAX_MESSAGE_BYTES,
-                    header_max_bytes=HEADER_MAX_BYTES,
-                )
-                if _message_capture(
-                    message,
-                    MessageSource(mailbox.name, client.uidvalidity, message.uid),
-                    breaker,
-                    mappings,
-                    result,
-                    reread=include_seen,
-                )
-            ]
+            messages = client.fetch(
+                uids[start : start + settings.IMAP_FETCH_BATCH],
+                max_bytes=settings.IMAP_MAX_MESSAGE_BYTES,
+                header_max_bytes=HEADER_MAX_BYTES,
+            )
+            seen = _batch_capture(client, messages, breaker, result, reread=include_seen)
             if seen:
                 client.mark_seen(seen)
     logger.info(
