@@ -45,7 +45,7 @@ def daphne(agent):
         cwd=Path(__file__).resolve().parents[2],
     )
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + 60  # importing Django and the apps takes seconds, more on a loaded host
     while True:
         try:
             urllib.request.urlopen(f"{url}/healthz", timeout=1)

@@ -63,7 +63,7 @@ def serve_mcp(upstream_ports, make_httpserver, tmp_path_factory, **settings):
         log.close()
 
 
-def _wait_until_up(url: str, process, timeout: float = 30) -> None:
+def _wait_until_up(url: str, process, timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
