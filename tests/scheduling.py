@@ -6,6 +6,8 @@ here yet weighs what its tests that start processes or a browser would, a few se
 the tests of a file keep their order.
 """
 
+from collections import Counter
+
 import pytest
 
 CACHE_KEY = "leadgen/file-seconds"
@@ -24,6 +26,19 @@ def pytest_collection_modifyitems(config, items):
         path = _file(item.nodeid)
         estimated[path] = estimated.get(path, 0.0) + (SECONDS_PER_PROCESS_TEST if starts_processes else 0.0)
     items.sort(key=lambda item: -measured.get(_file(item.nodeid), estimated[_file(item.nodeid)]))
+    _tell_apart(items)
+
+
+def _tell_apart(items) -> None:
+    """schemathesis names its test of each API operation `test[POST /api/leads]`, but on this pytest their node
+    ids leave the operation out, and xdist, which tells items apart by node id, would run one operation of each
+    such test. Each gets the operation its name carries."""
+    ids = Counter(item.nodeid for item in items)
+    for item in items:
+        if ids[item.nodeid] > 1 and item.name.endswith("]") and "[" in item.name:
+            item._id = item._id.with_params(item.name.split("[", 1)[1][:-1])  # pytest's structured node id
+    if duplicated := [nodeid for nodeid, n in Counter(item.nodeid for item in items).items() if n > 1]:
+        raise pytest.UsageError(f"tests with the same node id would run once under make test: {duplicated}")
 
 
 class _FileSeconds:
