@@ -9,7 +9,7 @@ counts its calls.
 
   warm:  --concurrency (100) closed-loop clients spread over --daphne-procs (2)
          processes; phases alternate between the two endpoints, --rounds each.
-         Target: /api/posts >= --target-ratio (0.8) x the bare view's requests/s,
+         Target: /api/posts >= --target-ratio (1.0) x the bare view's requests/s,
          every answer a 200 with X-Cache: hit. p50/p99 latency reported.
   cold:  --bursts (3) times: purge through DELETE /api/posts/cache, then --burst
          (500) requests for one page at once, WordPress taking --upstream-ms
@@ -62,7 +62,7 @@ def parse_args():
     parser.add_argument("--warmup", type=float, default=2.0, help="unmeasured seconds before each phase (default 2)")
     parser.add_argument("--concurrency", type=int, default=100, help="warm-cache clients (default 100)")
     parser.add_argument("--daphne-procs", type=int, default=2, help="daphne processes, one per core (default 2)")
-    parser.add_argument("--target-ratio", type=float, default=0.8, help="warm target (default 0.8)")
+    parser.add_argument("--target-ratio", type=float, default=1.0, help="warm target (default 1.0)")
     parser.add_argument("--burst", type=int, default=500, help="requests of one cold burst (default 500)")
     parser.add_argument("--bursts", type=int, default=3, help="cold bursts (default 3)")
     parser.add_argument("--upstream-ms", type=float, default=200.0, help="WordPress answer time, cold (default 200)")
