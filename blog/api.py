@@ -3,7 +3,7 @@
 import functools
 
 from django.conf import settings
-from django.http import HttpResponse, HttpResponseNotModified, QueryDict
+from django.http import HttpResponse, HttpResponseNotModified
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.exceptions import APIException, NotFound, ValidationError
@@ -13,9 +13,8 @@ from rest_framework.views import APIView
 
 from blog import cache as posts_cache
 from blog import selectors, services
-from blog.posts import SLUG, PostsQuery
+from blog.posts import SLUG
 from blog.serializers import (
-    VALIDATION_CACHE_MAX_QUERY,
     PostDetailSerializer,
     PostQuerySerializer,
     PostsPageSerializer,
@@ -140,16 +139,6 @@ class PostsView(BlogReadView):
         return self.answer(request, selectors.posts_page(query, refresh=refresh, admit=self.admit_upstream))
 
 
-@functools.lru_cache(maxsize=1024)
-def _cacheable_query(query_string: str) -> PostsQuery | None:
-    """The posts query of a query string that the cache may answer; None when it is invalid or asks for a
-    refresh (PostsView answers those, with its errors). Kept per distinct query string, as validated_query."""
-    params = PostsQuerySerializer(data=QueryDict(query_string))
-    if not params.is_valid() or params.validated_data["cache"] == "false":
-        return None
-    return PostsQuerySerializer.query(params.validated_data)
-
-
 def posts_view():
     """GET /api/posts: a cache hit is answered here, without DRF's request handling (bench/blog); everything
     else (misses, refreshes, invalid queries, other methods) by PostsView."""
@@ -158,10 +147,14 @@ def posts_view():
     @functools.wraps(view)  # csrf_exempt and the view class (the schema) as PostsView's
     def posts(request):
         if request.method == "GET" and selectors.blog_configured():
-            query_string = request.META.get("QUERY_STRING", "")
-            query = _cacheable_query(query_string) if len(query_string) <= VALIDATION_CACHE_MAX_QUERY else None
-            if query is not None and (answer := selectors.posts_page_cached(query)) is not None:
-                return _served(request, answer)
+            try:
+                data = validated_query(PostsQuerySerializer, request)
+            except ValidationError:
+                data = None  # PostsView answers it, with its errors
+            if data is not None and data["cache"] != "false":
+                answer = selectors.posts_page_cached(PostsQuerySerializer.query(data))
+                if answer is not None:
+                    return _served(request, answer)
         return view(request)
 
     return posts

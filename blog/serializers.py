@@ -129,21 +129,17 @@ def validated_query(serializer_class, request) -> dict:
     outcome for each short query string is kept per process, in a bounded LRU."""
     query_string = request.META.get("QUERY_STRING", "")
     if len(query_string) > VALIDATION_CACHE_MAX_QUERY:
-        return _validate(serializer_class, request.query_params)
-    items = tuple((name, tuple(values)) for name, values in request.query_params.lists())
-    data, errors = _validate_cached(serializer_class, items)
+        return _validate(serializer_class, request.GET)
+    data, errors = _validate_cached(serializer_class, query_string)
     if errors:
         raise ValidationError(errors)
     return data
 
 
 @functools.lru_cache(maxsize=1024)
-def _validate_cached(serializer_class, items):
-    data = QueryDict(mutable=True)
-    for name, values in items:
-        data.setlist(name, list(values))
+def _validate_cached(serializer_class, query_string: str):
     try:
-        return _validate(serializer_class, data), None
+        return _validate(serializer_class, QueryDict(query_string)), None
     except ValidationError as exc:
         return None, exc.detail
 

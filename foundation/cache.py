@@ -51,22 +51,36 @@ def _redis_client(url: str, max_connections: int | None = None) -> redis.Redis:
     return redis.Redis(connection_pool=SharedConnectionPool.from_url(url, **options))
 
 
+# INCR each key, and give a counter its expiry when its first count creates it. Returns the counts, in order.
+_COUNT_SCRIPT = """
+local counts = {}
+for i, key in ipairs(KEYS) do
+  counts[i] = redis.call('INCR', key)
+  if counts[i] == 1 then redis.call('EXPIRE', key, ARGV[1]) end
+end
+return counts
+"""
+
+
 def counter_incr(key: str, *, timeout: int) -> int:
-    """Count one more under `key` (expiring `timeout` seconds after the last count): the count so far,
-    this one included. Atomic across processes (throttles and circuit breakers): one pipelined INCR +
-    EXPIRE, where Django's cache.incr is a get then a set, so two processes could both read 4 and both
-    write 5.
+    """Count one more under `key` (expiring `timeout` seconds after its first count): the count so far,
+    this one included. Atomic across processes (throttles and circuit breakers), where Django's
+    cache.incr is a get then a set, so two processes could both read 4 and both write 5.
     """
     return counters_incr([key], timeout=timeout)[0]
 
 
 def counters_incr(keys: list[str], *, timeout: int) -> list[int]:
-    """counter_incr for each of `keys`, in order, all in one pipelined round trip."""
-    pipeline = shared_redis().pipeline(transaction=False)
-    for key in keys:
-        pipeline.incr(cache.make_key(key))  # the cache's prefix and version, as for every other entry
-        pipeline.expire(cache.make_key(key), timeout)
-    return pipeline.execute()[::2]
+    """counter_incr for each of `keys`, in order, in one command (a Lua script sent as EVALSHA): about half
+    redis-py's CPU of a pipelined INCR + EXPIRE per key (bench/intake)."""
+    counters = [cache.make_key(key) for key in keys]  # the cache's prefix and version, as for every other entry
+    return _count_script(shared_redis())(keys=counters, args=[timeout])
+
+
+@functools.lru_cache(maxsize=4)
+def _count_script(client):
+    """_COUNT_SCRIPT on `client`, loaded again when Redis lacks it (after a restart)."""
+    return client.register_script(_COUNT_SCRIPT)
 
 
 def touch_many(keys: list[str], *, timeout: int) -> list[bool]:

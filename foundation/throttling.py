@@ -5,7 +5,7 @@ cache: a get of the whole list, then a set of it. Parallel requests of one
 client all read the same list, so a burst passes the limit unnoticed, and the
 list grows with the rate (6,000 pickled floats per call for `mcp_events`).
 Here a request is one INCR of a counter named after the client and the
-current window, in one command to Redis (a small Lua script that also sets the
+current window, in one command to Redis (foundation.cache.counters_incr, a Lua script that also sets the
 counter's expiry when the window's first request creates it): parallel
 requests get distinct counts and exactly the allowed number pass. One command
 rather than a pipelined INCR + EXPIRE: about half redis-py's CPU per count
@@ -25,26 +25,14 @@ import functools
 import time
 
 import structlog
-from django.core.cache import cache
 from redis.exceptions import RedisError
 from rest_framework.throttling import ScopedRateThrottle as DrfScopedRateThrottle
 from rest_framework.throttling import SimpleRateThrottle
 
-from foundation.cache import shared_redis
+from foundation.cache import counters_incr
 from foundation.client_ip import client_ip_bucket
 
 logger = structlog.get_logger(__name__)
-
-# INCR each key; a window's counter expires ARGV[1] seconds after its first request, so never before the window
-# ends. Returns the counts, in order.
-_COUNT_SCRIPT = """
-local counts = {}
-for i, key in ipairs(KEYS) do
-  counts[i] = redis.call('INCR', key)
-  if counts[i] == 1 then redis.call('EXPIRE', key, ARGV[1]) end
-end
-return counts
-"""
 
 
 @functools.cache
@@ -65,19 +53,13 @@ def window_waits(keys: list[str], rate: str, *, now: float | None = None) -> lis
     limit, duration = parse_rate(rate)
     now = time.time() if now is None else now
     window = int(now // duration)
-    counters = [cache.make_key(f"{key}:{window}") for key in keys]  # the cache's prefix and version
     try:
-        counts = _count_script(shared_redis())(keys=counters, args=[duration])
+        # A window's counter expires `duration` after its first request: never before the window ends.
+        counts = counters_incr([f"{key}:{window}" for key in keys], timeout=duration)
     except (RedisError, OSError) as exc:
         logger.warning("throttle_unavailable", error=type(exc).__name__)  # the key names the client: not logged
         return [None] * len(keys)
     return [None if count <= limit else (window + 1) * duration - now for count in counts]
-
-
-@functools.lru_cache(maxsize=4)
-def _count_script(client):
-    """_COUNT_SCRIPT on `client`: sent as EVALSHA, and loaded again when Redis lacks it (after a restart)."""
-    return client.register_script(_COUNT_SCRIPT)
 
 
 class RateThrottle(SimpleRateThrottle):

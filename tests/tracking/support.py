@@ -1,5 +1,9 @@
 """Helpers for email lead tracking tests: IMAP flags, job runs (lead emails are standins.lead_emails)."""
 
+import threading
+
+from django.db import connection
+
 from standins.lead_emails import imap_session
 
 
@@ -24,3 +28,24 @@ def run_jobs(kind: str, *, make_due: bool = True) -> int:
     for job_id in pending.values_list("pk", flat=True):
         ran += jobs.run_now(job_id)
     return ran
+
+
+def at_once(call, *, times: int = 4) -> tuple[list, list]:
+    """`call()` from `times` threads released together: (their results, the exceptions they raised)."""
+    barrier, results, errors = threading.Barrier(times), [], []
+
+    def run():
+        try:
+            barrier.wait()
+            results.append(call())
+        except Exception as exc:  # collected for the caller's assertion
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=run) for _ in range(times)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return results, errors

@@ -2,8 +2,6 @@
 another. Same outcome as one message at a time: a lead per dedup key, one LeadCreated per lead, a message
 that keeps stopping polls parked alone, concurrent polls writing nothing twice."""
 
-import threading
-
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -12,7 +10,7 @@ from crm.intake import LEAD_CREATED
 from jobs.models import Job
 from leadgen.models import Lead
 from standins.lead_emails import lead_message
-from tests.tracking.support import seen_flags
+from tests.tracking.support import at_once, seen_flags
 from tracking import services
 from tracking.selectors import mailbox_settings
 from tracking.services import mailbox_poll
@@ -86,22 +84,7 @@ def test_four_concurrent_polls_write_each_lead_and_its_leadcreated_once(mailbox,
     make_store()
     settings.IMAP_FETCH_BATCH = 7
     mailbox.deliver(*[lead_message(first=f"Lead{n}", phone=phone(n)) for n in range(40)])
-    barrier, results, errors = threading.Barrier(4), [], []
-
-    def concurrent_poll():
-        try:
-            barrier.wait()
-            results.append(poll())
-        except Exception as exc:  # collected for the assertion below
-            errors.append(exc)
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=concurrent_poll) for _ in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    results, errors = at_once(poll)
 
     assert errors == []
     assert sum(result.parked + result.left_unseen for result in results) == 0

@@ -7,7 +7,6 @@ LeadCreated as the happy path; a lead that keeps failing is dead-lettered,
 alerted, and replayable.
 """
 
-import threading
 import uuid
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
@@ -25,7 +24,7 @@ from jobs.breaker import CacheCircuitStorage
 from jobs.models import Job
 from leadgen.models import Lead
 from standins.lead_emails import lead_message
-from tests.tracking.support import run_jobs, seen_flags
+from tests.tracking.support import at_once, run_jobs, seen_flags
 from tracking.parsing import parse_lead_email
 from tracking.selectors import mailbox_settings
 from tracking.services import (
@@ -180,22 +179,7 @@ def test_a_permanently_failing_lead_is_dead_lettered_alerted_and_replayable(mail
 def test_concurrent_captures_of_one_message_leave_one_lead(make_store):
     make_store()
     parsed = parse_lead_email(lead_message(), received_at=datetime(2026, 3, 16, 18, 5, tzinfo=UTC))
-    barrier, errors = threading.Barrier(4), []
-
-    def capture():
-        try:
-            barrier.wait()
-            email_lead_capture(parsed=parsed)
-        except Exception as exc:  # collected for the assertion below
-            errors.append(exc)
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=capture) for _ in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    _, errors = at_once(lambda: email_lead_capture(parsed=parsed))
     assert errors == []
     assert Lead.objects.count() == 1
     assert Job.objects.filter(kind=LEAD_CREATED).count() == 1
