@@ -9,19 +9,22 @@ MCP server's tool arguments and an identity provider's claims reach here
 without passing the API's parser, and one such character would lose the write.
 """
 
+import functools
+import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from disposable_email_domains import blocklist as disposable_domains
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from crm import services as crm_services
 from crm.redaction import redact
 from docs_users.models import TrackedUser
-from foundation.db import fetch_models, storable_text, update_many
+from foundation.batching import ITEM_ERRORS
+from foundation.db import storable_text
 from integrations.kapa.client import MAX_QUESTIONS
 
 RECENT_PAGES_CAP = 10
@@ -94,6 +97,7 @@ def mcp_client_from_user_agent(user_agent: str) -> str:
     return _MCP_CLIENTS.get(token.lower(), token)[:NAME_CAP]
 
 
+@functools.lru_cache(maxsize=1024)  # every tool call of a session names the same client
 def mcp_client_name(*, client_name: str = "", user_agent: str = "") -> str:
     """The MCP client by the name it gave in its initialize request ("claude-ai", "cursor-vscode"), else its
     User-Agent."""
@@ -173,46 +177,137 @@ def mcp_tool_call_record(
 ) -> TrackedUser:
     """Count one MCP tool call; the agent's optional context is kept, capped, for delivery (redacted then)."""
     call = McpToolCall(sub=sub, tool=tool, user_agent=user_agent, client_name=client_name, context=context, at=at)
-    return mcp_tool_calls_record([call])[sub]
+    mcp_tool_calls_record([call])
+    return TrackedUser.objects.get(sub=sub)
 
 
-def mcp_tool_calls_record(calls: Sequence[McpToolCall]) -> dict[str, TrackedUser]:
-    """Count MCP tool calls of any number of users in one transaction: the users by sub.
+def mcp_tool_calls_record(calls: Sequence[McpToolCall]) -> set[str]:
+    """Count MCP tool calls of any number of users in one statement: the subs recorded (all of the calls').
 
     Every MCP tool call comes here (the MCP server's hot path, which records
-    the calls of all its sessions in batches): the rows are read and locked in
-    one statement without the ORM's query building, in `sub` order (no
-    deadlock between two batches), and only the columns a call changes are
-    written, all rows in one pipelined round trip.
+    the calls of all its sessions in batches). The calls are folded per user
+    here and applied in SQL (`_record_calls_sql`), as if one by one: the rows are
+    locked in `sub` order (no deadlock between two batches), each user's
+    tools counted (a new tool only while the row holds fewer than TOOLS_CAP),
+    the contexts put in front of the stored ones (capped), and a user seen
+    for the first time is created by the same statement. One statement is
+    atomic without a transaction around it: one round trip, and no row read
+    into Python.
     """
     now = timezone.now()
-    subs = sorted({call.sub for call in calls})
-    with transaction.atomic():
-        placeholders = ", ".join(["%s"] * len(subs))
-        sql = f"SELECT {{columns}} FROM {_TABLE} WHERE sub IN ({placeholders}) ORDER BY sub FOR UPDATE"
-        users = {user.sub: user for user in fetch_models(TrackedUser, sql, subs)}
-        for sub in subs:
-            if sub not in users:  # first contact through a tool call
-                first = min((call.at or now) for call in calls if call.sub == sub)
-                defaults = {"last_activity_at": first, "signed_up_at": first, "last_channel": TrackedUser.Channel.MCP}
-                users[sub], _ = TrackedUser.objects.select_for_update().get_or_create(sub=sub, defaults=defaults)
-        for call in calls:
-            _apply_tool_call(users[call.sub], call, call.at or now)
-        update_many([users[sub] for sub in subs], _TOOL_CALL_FIELDS)
-    return users
+    by_sub: dict[str, _Folded] = {}
+    for call in sorted(calls, key=lambda call: call.sub):  # stable: each user's calls keep their order
+        at = call.at or now
+        folded = by_sub.get(call.sub)
+        if folded is None:
+            folded = by_sub[call.sub] = _Folded(first_at=at, last_at=at)
+        folded.first_at, folded.last_at = min(folded.first_at, at), max(folded.last_at, at)
+        tool = call.tool.strip()[:NAME_CAP]
+        folded.tools[tool] = folded.tools.get(tool, 0) + 1
+        if call.client_name or call.user_agent:
+            folded.client = mcp_client_name(client_name=call.client_name, user_agent=call.user_agent)
+        if context := storable_text(call.context).strip():
+            folded.intents.insert(0, {"tool": tool, "context": context[:TEXT_CAP], "at": at.isoformat()})
+    recorded = _record_folded(by_sub, now)
+    if missing := by_sub.keys() - recorded:
+        # Created meanwhile by another transaction (this statement's insert met it): counted again, now
+        # as an update. The rest is committed, so this failing must not have the batch written again in halves.
+        try:
+            recorded |= _record_folded({sub: by_sub[sub] for sub in sorted(missing)}, now)
+        except ITEM_ERRORS as exc:
+            raise RuntimeError("tool calls of users created meanwhile not recorded") from exc
+    return recorded
 
 
-def _apply_tool_call(user: TrackedUser, call: McpToolCall, at: datetime) -> None:
-    tool = call.tool.strip()[:NAME_CAP]
-    if tool in user.mcp_tool_counts or len(user.mcp_tool_counts) < TOOLS_CAP:
-        user.mcp_tool_counts[tool] = user.mcp_tool_counts.get(tool, 0) + 1
-    user.mcp_last_tool_at = max(filter(None, [user.mcp_last_tool_at, at]))
-    if call.client_name or call.user_agent:
-        user.mcp_client = mcp_client_name(client_name=call.client_name, user_agent=call.user_agent)
-    if context := storable_text(call.context).strip():
-        intent = {"tool": tool, "context": context[:TEXT_CAP], "at": at.isoformat()}
-        user.mcp_agent_intents = [intent, *user.mcp_agent_intents][:AGENT_INTENTS_CAP]
-    _touch(user, at)
+@dataclass
+class _Folded:
+    """One user's calls of a batch."""
+
+    first_at: datetime
+    last_at: datetime
+    tools: dict[str, int] = field(default_factory=dict)  # in the order of their first call
+    client: str | None = None  # the last call's client, when a call named one
+    intents: list[dict] = field(default_factory=list)  # newest first
+
+    def row(self, sub: str) -> dict:
+        return {
+            "sub": sub, "tools": list(self.tools.items()), "intents": self.intents[:AGENT_INTENTS_CAP],
+            "named": self.client is not None, "client": self.client or "",
+            "first_at": self.first_at.isoformat(), "last_at": self.last_at.isoformat(),
+        }  # fmt: skip
+
+
+def _record_folded(by_sub: dict[str, "_Folded"], now: datetime) -> set[str]:
+    # One JSON document for all users' rows: psycopg's dumping of arrays costs more than the statement.
+    rows = json.dumps([folded.row(sub) for sub, folded in by_sub.items()])
+    params = {"rows": rows, "now": now, "mcp": TrackedUser.Channel.MCP.value, **_insert_defaults()}
+    with connection.cursor() as cursor:
+        cursor.execute(_record_calls_sql(), params)
+        return {sub for (sub,) in cursor.fetchall()}
+
+
+_TABLE = TrackedUser._meta.db_table
+# Written by a tool call, or by the first one; the other columns of a new row get their defaults.
+_TOOL_CALL_COLUMNS = (
+    "sub", "signed_up_at", "last_channel", "mcp_client", "last_activity_at", "pending_since", "mcp_tool_counts",
+    "mcp_last_tool_at", "mcp_agent_intents", "created_at", "updated_at",
+)  # fmt: skip
+# {counts}: the stored counts plus the batch's, a tool the row does not hold only within TOOLS_CAP (in the
+# order of first calls). {intents}: the batch's contexts (newest first) before the stored ones, capped.
+_COUNTS = f"""{{counts}} || COALESCE((
+        SELECT jsonb_object_agg(t.tool, COALESCE(({{counts}} ->> t.tool)::bigint, 0) + t.n) FROM (
+            SELECT d.e ->> 0 AS tool, (d.e ->> 1)::bigint AS n, {{counts}} ? (d.e ->> 0) AS known,
+                   count(*) FILTER (WHERE NOT {{counts}} ? (d.e ->> 0)) OVER (ORDER BY d.i) AS new_rank
+            FROM jsonb_array_elements(c.tools) WITH ORDINALITY AS d(e, i)
+        ) AS t
+        WHERE t.known OR t.new_rank <= {TOOLS_CAP} - (SELECT count(*) FROM jsonb_object_keys({{counts}}))
+    ), '{{{{}}}}'::jsonb)"""
+_INTENTS = f"""CASE WHEN c.intents = '[]'::jsonb THEN {{intents}} ELSE (
+        SELECT jsonb_agg(i.e ORDER BY i.n)
+        FROM jsonb_array_elements(c.intents || {{intents}}) WITH ORDINALITY AS i(e, n) WHERE i.n <= {AGENT_INTENTS_CAP}
+    ) END"""
+
+
+@functools.cache
+def _record_calls_sql() -> str:
+    defaults = list(_insert_defaults())
+    return f"""
+WITH c AS (
+    SELECT * FROM jsonb_to_recordset(%(rows)s::jsonb) AS c(
+        sub text, tools jsonb, intents jsonb, named boolean, client text, first_at timestamptz, last_at timestamptz
+    )
+), locked AS (
+    SELECT id, sub FROM {_TABLE} WHERE sub IN (SELECT sub FROM c) ORDER BY sub FOR UPDATE
+), updated AS (
+    UPDATE {_TABLE} AS u SET
+        mcp_tool_counts = {_COUNTS.format(counts="u.mcp_tool_counts")},
+        mcp_last_tool_at = GREATEST(u.mcp_last_tool_at, c.last_at),
+        mcp_client = CASE WHEN c.named THEN c.client ELSE u.mcp_client END,
+        mcp_agent_intents = {_INTENTS.format(intents="u.mcp_agent_intents")},
+        last_activity_at = GREATEST(u.last_activity_at, c.last_at),
+        pending_since = %(now)s, updated_at = %(now)s
+    FROM c JOIN locked ON locked.sub = c.sub WHERE u.id = locked.id
+    RETURNING u.sub
+), inserted AS (
+    INSERT INTO {_TABLE} ({", ".join(_TOOL_CALL_COLUMNS + tuple(defaults))})
+    SELECT c.sub, c.first_at, %(mcp)s, CASE WHEN c.named THEN c.client ELSE '' END, c.last_at, %(now)s,
+           {_COUNTS.format(counts="'{}'::jsonb")}, c.last_at, {_INTENTS.format(intents="'[]'::jsonb")},
+           %(now)s, %(now)s{"".join(f", %({column})s" for column in defaults)}
+    FROM c WHERE c.sub NOT IN (SELECT sub FROM locked)
+    ON CONFLICT (sub) DO NOTHING
+    RETURNING sub
+)
+SELECT sub FROM updated UNION ALL SELECT sub FROM inserted"""
+
+
+@functools.cache
+def _insert_defaults() -> dict:
+    """The columns a tool call does not write, for a new row: the model's defaults, as save() converts them."""
+    return {
+        f.column: f.get_db_prep_save(f.get_default(), connection)
+        for f in TrackedUser._meta.concrete_fields
+        if not f.primary_key and f.name not in _TOOL_CALL_COLUMNS
+    }
 
 
 def kapa_question_record(*, sub: str, thread_id: str, question: str, at: datetime | None = None) -> TrackedUser:
@@ -239,13 +334,6 @@ def kapa_question_record(*, sub: str, thread_id: str, question: str, at: datetim
         user.save(update_fields=["kapa_asked_thread_count", "kapa_asked_questions", "last_activity_at",
                                  "pending_since", "updated_at"])  # fmt: skip
     return user
-
-
-_TABLE = TrackedUser._meta.db_table
-_TOOL_CALL_FIELDS = [
-    "mcp_tool_counts", "mcp_last_tool_at", "mcp_client", "mcp_agent_intents", "last_activity_at", "pending_since",
-    "updated_at",
-]  # fmt: skip
 
 
 def docs_page_view_record(

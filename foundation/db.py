@@ -1,5 +1,6 @@
-"""Database helpers shared by every app: one-statement INSERT … ON CONFLICT, UPDATEs of many rows in one round
-trip, text PostgreSQL can store, and database errors described safely.
+"""Database helpers shared by every app: one-statement INSERT … ON CONFLICT, a row and the rows that go with it
+in one statement, UPDATEs of many rows in one round trip, text PostgreSQL can store, and database errors described
+safely.
 
 The ORM needs two or three statements and a savepoint for an insert-if-absent
 (`get_or_create`), and `bulk_create(ignore_conflicts=True)` cannot say which
@@ -54,17 +55,9 @@ def insert_many_on_conflict(instances: Sequence, *, on_conflict: str, returning:
     auto_pk = getattr(instances[0], opts.pk.attname) is None
     if any(type(obj) is not model or (getattr(obj, opts.pk.attname) is None) != auto_pk for obj in instances):
         raise ValueError("insert_many_on_conflict: instances must be of one model, all with or all without a pk")
-    fields = [
-        field for field in opts.concrete_fields
-        if not field.generated and not (field.primary_key and auto_pk)
-    ]  # fmt: skip
+    fields, head, row_placeholders = insert_layout(model, auto_pk=auto_pk)
     db = connections[DEFAULT_DB_ALIAS]  # the connection itself: the proxy's lookup per field costs more than the field
-    quote = db.ops.quote_name
-    head = "INSERT INTO {table} ({columns}) VALUES ".format(
-        table=quote(opts.db_table), columns=", ".join(quote(field.column) for field in fields)
-    )
     tail = f" {on_conflict}" + (f" RETURNING {returning}" if returning else "")
-    row_placeholders = "(" + ", ".join(["%s"] * len(fields)) + ")"
     batch = max(MAX_PARAMETERS // len(fields), 1)
     written = []
     with db.cursor() as cursor:
@@ -77,6 +70,59 @@ def insert_many_on_conflict(instances: Sequence, *, on_conflict: str, returning:
             if returning:
                 written.extend(cursor.fetchall())
     return written
+
+
+@functools.cache
+def insert_layout(model, auto_pk: bool) -> tuple[list, str, str]:
+    """(the fields an INSERT of `model` writes, "INSERT INTO table (columns) VALUES ", one row's placeholders),
+    worked out once per model; `auto_pk`: the database gives the primary key."""
+    fields = [
+        field for field in model._meta.concrete_fields
+        if not field.generated and not (field.primary_key and auto_pk)
+    ]  # fmt: skip
+    quote = connection.ops.quote_name
+    head = "INSERT INTO {table} ({columns}) VALUES ".format(
+        table=quote(model._meta.db_table), columns=", ".join(quote(field.column) for field in fields)
+    )
+    return fields, head, "(" + ", ".join(["%s"] * len(fields)) + ")"
+
+
+def insert_values(instance) -> list:
+    """The parameters of `instance`'s INSERT (an unsaved instance with an automatic primary key), converted as
+    save() converts them. Runs the fields' pre_save now: auto_now values are set on the instance, so that
+    what is built from them before the INSERT (insert_with's `then`) sees the values written."""
+    if instance.pk is not None:
+        raise ValueError("insert_values: the database gives the primary key; this instance has one")
+    fields, _, _ = insert_layout(type(instance), auto_pk=True)
+    db = connections[DEFAULT_DB_ALIAS]
+    return [field.get_db_prep_save(field.pre_save(instance, add=True), db) for field in fields]
+
+
+def insert_with(instance, values: Sequence, *, then: str = "", params: Sequence = ()) -> list[tuple]:
+    """INSERT `instance` (its `insert_values`) and run `then` in ONE statement: one round trip to PostgreSQL.
+
+    `then` is a data-modifying statement with a RETURNING clause whose first column is never NULL; it reads the
+    new row's primary key as `(SELECT pk FROM new_row)`. Both run in a data-modifying CTE, so they commit or fail
+    together, in the caller's transaction. Sets the instance's primary key (and marks it saved) and returns
+    `then`'s RETURNING rows. The ORM's create() compiles its INSERT on every call and needs a statement of its
+    own for each of the rows that go with it (intake's lead and its jobs, bench/intake).
+    """
+    model = type(instance)
+    opts = model._meta
+    _, head, row_placeholders = insert_layout(model, auto_pk=True)
+    db = connections[DEFAULT_DB_ALIAS]
+    insert = f"{head}{row_placeholders} RETURNING {db.ops.quote_name(opts.pk.column)} AS pk"
+    sql = insert
+    if then:
+        sql = f"WITH new_row AS ({insert}), written AS ({then}) "
+        sql += "SELECT new_row.pk, written.* FROM new_row LEFT JOIN written ON TRUE"
+    with db.cursor() as cursor:
+        cursor.execute(sql, [*values, *params])
+        rows = cursor.fetchall()
+    setattr(instance, opts.pk.attname, rows[0][0])
+    instance._state.adding = False
+    instance._state.db = db.alias
+    return [row[1:] for row in rows if then and row[1] is not None]
 
 
 def update_many(instances: Sequence, fields: Sequence[str]) -> None:

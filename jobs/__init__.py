@@ -13,10 +13,11 @@ models can be.
 from jobs.errors import PermanentError, SkipJob, TransientError
 from jobs.kinds import DEAD_ALERT_KIND
 from jobs.registry import handler, registered_kinds
-from jobs.spec import JobSpec
+from jobs.spec import ROW_ID, JobSpec
 
 __all__ = [
     "DEAD_ALERT_KIND",
+    "ROW_ID",
     "JobSpec",
     "PermanentError",
     "SkipJob",
@@ -29,6 +30,7 @@ __all__ = [
     "discard",
     "enqueue",
     "enqueue_many",
+    "enqueue_many_with_row",
     "handler",
     "has_unfinished",
     "health_by_kind",
@@ -74,6 +76,17 @@ def enqueue_many(specs, *, dispatch=True):
     from jobs.services import job_enqueue_many
 
     return job_enqueue_many(specs=specs, dispatch=dispatch)
+
+
+def enqueue_many_with_row(row, specs, *, dispatch=True):
+    """`enqueue_many` with `row`, an unsaved model instance, inserted in the same statement (one round trip).
+
+    `specs()` is called once the row's values are set and names the row's id ROW_ID (in keys, as payload
+    values): `JobSpec(kind, {"lead_id": ROW_ID}, key=f"{kind}:{ROW_ID}")`. Sets the row's primary key.
+    """
+    from jobs.services import job_enqueue_many_with_row
+
+    return job_enqueue_many_with_row(row=row, specs=specs, dispatch=dispatch)
 
 
 def run_now(job_id) -> bool:

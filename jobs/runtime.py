@@ -199,27 +199,37 @@ def job_finish(job, *, status, outcome, error, duration_ms, retry_in=None) -> bo
 
 
 @functools.cache
-def _finish_sql() -> str:
+def _finish_sql(*, claims: bool) -> str:
     """One statement: the fenced UPDATE of the job, the INSERT of its JobAttempt, and the next job's claim.
 
-    Returns the claimed row (absent when that job is not due or someone else has it) and, when the
-    fence held, a row holding only the finished job's id (its other columns NULL: nothing reads
-    them). The data-modifying CTEs all run, whether the query reads them or not. The claim is read
-    first, so it runs before the finish locks its row: two workers whose messages share jobs (a
-    message sent twice) never wait on each other in a cycle.
+    Without a claim it returns the finished job's id when the fence held. With one it returns the
+    claimed row (absent when that job is not due or someone else has it), and a row holding only
+    the finished job's id (its other columns NULL) when the fence held and no job was claimed, or
+    a row of NULLs when the fence failed and a job was claimed: one row in the common case, so one
+    model built. The data-modifying CTEs all run, whether the query reads them or not. The claim is
+    read first, so it runs before the finish locks its row: two workers whose messages share jobs
+    (a message sent twice) never wait on each other in a cycle.
     """
     q = connection.ops.quote_name
-    finished_id_only = ", ".join("id" if field.primary_key else "NULL" for field in Job._meta.concrete_fields)
-    return (
+    finish = (
         f"WITH finished AS (UPDATE {q(Job._meta.db_table)} SET status = %s, last_error = %s,"
         " lease_expires_at = NULL, updated_at = %s, finished_at = %s, run_after = COALESCE(%s, run_after),"
         " dispatched_at = CASE WHEN %s THEN NULL ELSE dispatched_at END, payload = COALESCE(%s, payload)"
         " WHERE id = %s AND status = %s AND attempts = %s RETURNING id),"
         f" attempt AS (INSERT INTO {q(JobAttempt._meta.db_table)}"
         " (job_id, number, started_at, finished_at, outcome, error, duration_ms)"
-        " SELECT id, %s, %s, %s, %s, %s, %s FROM finished),"
-        f" claimed AS ({_claim_sql()})"
-        f" SELECT {{columns}} FROM claimed UNION ALL SELECT {finished_id_only} FROM finished"
+        " SELECT id, %s, %s, %s, %s, %s, %s FROM finished)"
+    )
+    if not claims:
+        return f"{finish} SELECT id FROM finished"
+    fields = Job._meta.concrete_fields
+    finished_id_only = ", ".join("id" if field.primary_key else "NULL" for field in fields)
+    nulls = ", ".join("NULL" for _ in fields)
+    return (
+        f"{finish}, claimed AS ({_claim_sql()})"
+        " SELECT {columns} FROM claimed"
+        f" UNION ALL SELECT {finished_id_only} FROM finished WHERE NOT EXISTS (SELECT FROM claimed)"
+        f" UNION ALL SELECT {nulls} WHERE NOT EXISTS (SELECT FROM finished) AND EXISTS (SELECT FROM claimed)"
     )
 
 
@@ -240,14 +250,19 @@ def _job_finish_and_claim(job, *, status, outcome, error, duration_ms, retry_in=
         status, error, dt(now), None if retrying else dt(now), run_after, retrying, payload,
         job.pk, Job.Status.RUNNING, job.attempts,  # the fence
         job.attempts, dt(job.started_at), dt(now), outcome, error, duration_ms,  # the attempt
-        *_claim_params(claim_next, now),
     ]  # fmt: skip
+    claimed = None
     with transaction.atomic() if status == Job.Status.DEAD else nullcontext():
-        rows = fetch_models(Job, _finish_sql(), params)
-        finished = any(row.pk == job.pk for row in rows)
+        if claim_next is None:
+            with connection.cursor() as cursor:
+                cursor.execute(_finish_sql(claims=False), params)
+                finished = cursor.fetchone() is not None
+        else:
+            rows = fetch_models(Job, _finish_sql(claims=True), [*params, *_claim_params(claim_next, now)])
+            claimed = next((row for row in rows if row.pk == claim_next), None)
+            finished = any(row.pk == job.pk for row in rows) or (claimed is not None and len(rows) == 1)
         if finished and status == Job.Status.DEAD:
             _job_dead_letter(job, error=error, died_at=now)
-    claimed = next((row for row in rows if row.pk == claim_next), None)
     return finished, claimed
 
 

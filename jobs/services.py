@@ -3,27 +3,35 @@
 The worker side (claim, run, finish, dead-letter, sweep) is jobs/runtime.py.
 Enqueue is one INSERT … ON CONFLICT per call, whatever the number of jobs, and
 one after-commit callback: it runs inside every request that has a side
-effect (bench/jobs and bench/intake measure it).
+effect (bench/jobs and bench/intake measure it). A new row and its jobs can
+be one statement (job_enqueue_many_with_row: a new lead and its fan-out).
 """
 
+import functools
+import json
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import replace
 from datetime import timedelta
 
 import structlog
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from foundation.db import insert_many_on_conflict
+from foundation.db import insert_layout, insert_many_on_conflict, insert_values, insert_with
 from jobs.dispatch import dispatch_committed, send_run_messages
 from jobs.kinds import PING_KIND
 from jobs.models import Job, JobStep
 from jobs.registry import get_handler, is_batched
-from jobs.spec import JobSpec
+from jobs.spec import ROW_ID, JobSpec
 
 logger = structlog.get_logger(__name__)
+_KEY = connection.ops.quote_name(Job._meta.get_field("key").column)
+_ON_KEY_CONFLICT = f"ON CONFLICT ({_KEY}) DO NOTHING"
+_RETURNING = f"{connection.ops.quote_name(Job._meta.pk.column)}, {_KEY}"
+
 
 def redispatch_after() -> timedelta:
     """A run message not acted on within this long (lost publish, broker restart) is sent again by the sweep."""
@@ -59,11 +67,50 @@ def job_enqueue_many(*, specs: Iterable[JobSpec], dispatch=True) -> list[Job]:
     rows; only when some keys existed does a SELECT fetch those.
     """
     specs = list(specs)
+    candidates = _job_candidates(specs)
+    rows = insert_many_on_conflict(list(candidates.values()), on_conflict=_ON_KEY_CONFLICT, returning=_RETURNING)
+    return _jobs_written(specs, candidates, rows, dispatch=dispatch)
+
+
+def job_enqueue_many_with_row(*, row, specs: Callable[[], Iterable[JobSpec]], dispatch=True) -> list[Job]:
+    """`job_enqueue_many`, with `row` (an unsaved model instance with an automatic primary key) inserted in the
+    same statement: the row and its jobs in one round trip to PostgreSQL (a data-modifying CTE), in the caller's
+    transaction. Same guarantees as job_enqueue_many; sets the row's primary key.
+
+    `specs()` is called once the row's values are set (its auto_now fields included), before the statement:
+    the row's id is not known yet, so the specs name it ROW_ID, in their keys and as payload values, and the
+    statement writes the id there.
+    """
+    values = insert_values(row)
+    specs = list(specs())
+    candidates = _job_candidates(specs)
+    if not candidates:
+        insert_with(row, values)
+        return []
+    fields, head, row_placeholders = _job_insert_layout()
+    db = connections[DEFAULT_DB_ALIAS]  # not the proxy: its lookup per field costs more than the field
+    rows = insert_with(
+        row, values,
+        then=head + ", ".join([row_placeholders] * len(candidates)) + f" {_ON_KEY_CONFLICT} RETURNING {_RETURNING}",
+        params=[field.get_db_prep_save(field.pre_save(job, add=True), db) for job in candidates.values()
+                for field in fields],
+    )  # fmt: skip
+    row_id = str(row.pk)
+    for job in candidates.values():
+        job.key = job.key.replace(ROW_ID, row_id)
+        job.payload = json.loads(json.dumps(job.payload).replace(f'"{ROW_ID}"', row_id))
+    candidates = {job.key: job for job in candidates.values()}
+    return _jobs_written([replace(spec, key=spec.key.replace(ROW_ID, row_id)) for spec in specs], candidates, rows,
+                         dispatch=dispatch)  # fmt: skip
+
+
+def _job_candidates(specs: list[JobSpec]) -> dict[str, Job]:
+    """key → the unsaved Job of its first spec, as successive job_enqueue calls would keep it."""
     for spec in specs:
         if get_handler(spec.kind) is None:
             raise LookupError(f"no handler registered for job kind {spec.kind!r}")
     now = timezone.now()
-    candidates = {}  # key -> Job; the first spec of a key wins, as with successive job_enqueue calls
+    candidates = {}
     for spec in specs:
         if spec.key in candidates:
             continue
@@ -78,12 +125,11 @@ def job_enqueue_many(*, specs: Iterable[JobSpec], dispatch=True) -> list[Job]:
             dispatched_at=now if run_after <= now else None,
             created_at=now,
         )
-    q = connection.ops.quote_name
-    rows = insert_many_on_conflict(
-        list(candidates.values()),
-        on_conflict=f"ON CONFLICT ({q(Job._meta.get_field('key').column)}) DO NOTHING",
-        returning=f"{q(Job._meta.pk.column)}, {q(Job._meta.get_field('key').column)}",
-    )
+    return candidates
+
+
+def _jobs_written(specs, candidates: dict[str, Job], rows, *, dispatch: bool) -> list[Job]:
+    """The jobs of `specs` once the INSERT returned (id, key) of the rows it wrote; the after-commit dispatch."""
     jobs_by_key = {}
     for pk, key in rows:
         job = candidates[key]
@@ -103,6 +149,21 @@ def job_enqueue_many(*, specs: Iterable[JobSpec], dispatch=True) -> list[Job]:
         unbatched = [job.pk for job in due if not is_batched(job.kind)]
         transaction.on_commit(lambda: dispatch_committed(batched, unbatched))
     return [jobs_by_key[spec.key] for spec in specs]
+
+
+@functools.cache
+def _job_insert_layout() -> tuple[list, str, str]:
+    """foundation.db.insert_layout's for a Job row, with its key and payload written with the new row's id."""
+    fields, head, _ = insert_layout(Job, auto_pk=True)
+    placeholders = []
+    for field in fields:
+        if field.name == "key":  # ROW_ID → the id, as text
+            placeholders.append(f"replace(%s, '{ROW_ID}', (SELECT pk FROM new_row)::text)")
+        elif field.name == "payload":  # "ROW_ID" (a JSON string) → the id (a JSON number)
+            placeholders.append(f"replace(%s::text, '\"{ROW_ID}\"', (SELECT pk FROM new_row)::text)::jsonb")
+        else:
+            placeholders.append("%s")
+    return fields, head, "(" + ", ".join(placeholders) + ")"
 
 
 def jobs_replay(*, job_ids, actor: str) -> int:

@@ -1,5 +1,10 @@
+import uuid
 from dataclasses import dataclass
 from datetime import datetime
+
+# A row's id in the specs of jobs.enqueue_many_with_row, written before the row exists: in a key, and as a payload
+# value. Random per process, so that no text a caller puts in a key or payload can be taken for it.
+ROW_ID = f"row-id-{uuid.uuid4().hex}"
 
 
 @dataclass(frozen=True)

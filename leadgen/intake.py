@@ -141,8 +141,7 @@ def lead_receive_save(
     """
     with transaction.atomic(savepoint=False):
         lead = services.lead_save(fields=received.fields, classification=received.classification, channel=channel,
-                                  store_id=store_id, is_test=is_test)  # fmt: skip
-        services.lead_fan_out(lead=lead, send_emails=send_confirmation)
+                                  store_id=store_id, is_test=is_test, send_emails=send_confirmation)  # fmt: skip
         transaction.on_commit(  # not for a lead the caller's transaction rolls back
             lambda: logger.info("lead_received", lead_id=lead.pk, channel=channel, status=lead.status, is_test=is_test)
         )

@@ -48,14 +48,18 @@ def status_for(category: str) -> str:
     return Lead.Status.LEAD
 
 
-def lead_save(*, fields: dict, classification: Classification, is_test: bool = False, **values) -> Lead:
-    """Insert a classified lead, its status from the classification; what it sets off is lead_fan_out's."""
+def lead_save(
+    *, fields: dict, classification: Classification, is_test: bool = False, send_emails: bool | None = None, **values
+) -> Lead:
+    """Insert a classified lead, its status from the classification, with what it sets off (lead_fan_out's jobs,
+    `send_emails` as there) in the same statement: the lead and its jobs in one round trip to PostgreSQL
+    (jobs.enqueue_many_with_row; bench/intake). A lead's Pipedrive state is PENDING from the start, so that
+    lead_fan_out's update has nothing to do for it."""
     status = status_for(classification.category)
     delivered = status == Lead.Status.LEAD and not is_test
-    return Lead.objects.create(
+    lead = Lead(
         status=status,
         is_test=is_test,
-        # Set here so the fan-out needs no second write: a lead goes to Pipedrive from the start.
         pipedrive_state=Lead.PipedriveState.PENDING if delivered else Lead.PipedriveState.NOT_SENT,
         category=classification.category,
         confidence=classification.confidence,
@@ -64,6 +68,8 @@ def lead_save(*, fields: dict, classification: Classification, is_test: bool = F
         **values,
         **fields,
     )
+    jobs.enqueue_many_with_row(lead, lambda: _fan_out_specs(lead, send_emails=send_emails, lead_id=jobs.ROW_ID))
+    return lead
 
 
 @transaction.atomic
@@ -80,7 +86,6 @@ def lead_create(
         idempotency_lead_saved(**reservation, lead_id=lead.pk)
     if chat_session_id:
         chat_services.chat_session_link_lead(session_id=chat_session_id, lead_id=lead.pk)
-    lead_fan_out(lead=lead)
     if selectors.lead_gets_prototype(lead=lead):
         prototype_services.prototype_open(lead_id=lead.pk)
     return lead
@@ -95,30 +100,37 @@ def lead_fan_out(*, lead: Lead, send_emails: bool | None = None) -> None:
     said so when it arrived (a later fan-out cannot know, so it sends none). A test lead sets off nothing.
     A real lead known by an email or a phone also sets off LEAD_ARRIVED (its contact and outreach task).
     """
-    if lead.is_test:
-        return
-    if send_emails is None:
-        send_emails = lead.channel not in RECEIVED_CHANNELS
-    specs = []
-    if lead.status == Lead.Status.VENDOR and send_emails:
-        specs.append(_lead_job("leadgen.vendor_decline_email", lead))
-    if lead.status == Lead.Status.LEAD:
-        specs.append(_lead_job("leadgen.lead_alert", lead))
-        if settings.LEAD_IDENTITY_ENABLED and lead.channel != Lead.Channel.EMAIL and (lead.email or lead.phone):
-            specs.append(_lead_job(LEAD_ARRIVED, lead))
-        specs.append(_lead_job("leadgen.pipedrive_sync", lead))
-        if send_emails:
-            delay = timedelta(seconds=settings.CONFIRMATION_EMAIL_DELAY)
-            specs.append(_lead_job("leadgen.confirmation_email", lead, run_after=lead.created_at + delay))
-    if specs:
+    if specs := _fan_out_specs(lead, send_emails=send_emails):
         jobs.enqueue_many(specs)
-    if lead.status == Lead.Status.LEAD and lead.pipedrive_state == Lead.PipedriveState.NOT_SENT:
+    if lead.status == Lead.Status.LEAD and not lead.is_test and lead.pipedrive_state == Lead.PipedriveState.NOT_SENT:
         Lead.objects.filter(pk=lead.pk).update(pipedrive_state=Lead.PipedriveState.PENDING)
         lead.pipedrive_state = Lead.PipedriveState.PENDING
 
 
-def _lead_job(kind: str, lead: Lead, *, run_after=None) -> jobs.JobSpec:
-    return jobs.JobSpec(kind, {"lead_id": lead.pk}, key=lead.job_key(kind), run_after=run_after, store_id=lead.store_id)
+def _fan_out_specs(lead: Lead, *, send_emails: bool | None = None, lead_id=None) -> list[jobs.JobSpec]:
+    """lead_fan_out's jobs. `lead_id`: jobs.ROW_ID for a lead written with them (lead_save)."""
+    if lead.is_test:
+        return []
+    if send_emails is None:
+        send_emails = lead.channel not in RECEIVED_CHANNELS
+    lead_id = lead.pk if lead_id is None else lead_id
+    specs = []
+    if lead.status == Lead.Status.VENDOR and send_emails:
+        specs.append(_lead_job("leadgen.vendor_decline_email", lead, lead_id))
+    if lead.status == Lead.Status.LEAD:
+        specs.append(_lead_job("leadgen.lead_alert", lead, lead_id))
+        if settings.LEAD_IDENTITY_ENABLED and lead.channel != Lead.Channel.EMAIL and (lead.email or lead.phone):
+            specs.append(_lead_job(LEAD_ARRIVED, lead, lead_id))
+        specs.append(_lead_job("leadgen.pipedrive_sync", lead, lead_id))
+        if send_emails:
+            delay = timedelta(seconds=settings.CONFIRMATION_EMAIL_DELAY)
+            specs.append(_lead_job("leadgen.confirmation_email", lead, lead_id, run_after=lead.created_at + delay))
+    return specs
+
+
+def _lead_job(kind: str, lead: Lead, lead_id, *, run_after=None) -> jobs.JobSpec:
+    key = f"{kind}:{lead_id}"  # Lead.job_key's, for an id that may be jobs.ROW_ID
+    return jobs.JobSpec(kind, {"lead_id": lead_id}, key=key, run_after=run_after, store_id=lead.store_id)
 
 
 @transaction.atomic

@@ -368,8 +368,9 @@ def profile(count):
         (serializers.Serializer, "is_valid"),
         (lead_services, "lead_classify"),
         (lead_services, "lead_create"),
-        (lead_services, "lead_fan_out"),
-        (job_services, "insert_many_on_conflict"),
+        (lead_services, "lead_save"),
+        (job_services, "insert_values"),
+        (job_services, "insert_with"),
         (job_dispatch.run_messages, "submit"),
     ]
     client = Client(SERVER_NAME="localhost")
@@ -432,9 +433,10 @@ LABELS = {
     "check_throttles": "throttle (foundation.throttling: one Redis command, INCR and the window's EXPIRE in Lua)",
     "is_valid": "LeadInputSerializer validation",
     "lead_classify": "LLM call (integrations.llm on HttpClient over urllib3, HTTP round trip to the fake)",
-    "lead_create": "lead_create's own: BEGIN/COMMIT, building the row",
-    "lead_fan_out": "lead_fan_out + jobs.enqueue_many less the INSERT: building the 4 jobs",
-    "insert_many_on_conflict": "INSERT of the 4 jobs (one INSERT … ON CONFLICT … RETURNING)",
+    "lead_create": "lead_create's own: BEGIN/COMMIT",
+    "lead_save": "lead_save + jobs.enqueue_many_with_row's own: building the lead and its 4 jobs",
+    "insert_values": "the lead row's parameters (foundation.db.insert_values)",
+    "insert_with": "the lead and its 4 jobs in one statement (foundation.db.insert_with: WITH … INSERT)",
     "submit": "after commit: the run message (jobs.run_many) published to Redis, here at commit",
 }
 

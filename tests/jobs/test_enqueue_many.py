@@ -152,3 +152,41 @@ def test_an_empty_list_writes_nothing(django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks() as callbacks, CaptureQueriesContext(connection) as queries:
         assert jobs.enqueue_many([]) == []
     assert callbacks == [] and queries.captured_queries == []
+
+
+def row_spec(runs, key, **payload):
+    return JobSpec("tests.record", {"runs": runs.key, **payload}, key=key)
+
+
+def test_a_row_and_its_jobs_are_one_statement_naming_the_row_by_its_id(django_capture_on_commit_callbacks, runs):
+    from django.contrib.auth.models import User
+
+    existing = jobs.enqueue(  # an existing key returns its job, unchanged, as with enqueue_many
+        "tests.record", {"runs": runs.key}, key="with-row:existing"
+    )
+    row = User(username="with-row")
+    with django_capture_on_commit_callbacks() as callbacks, CaptureQueriesContext(connection) as queries:
+        written = jobs.enqueue_many_with_row(row, lambda: [
+            row_spec(runs, f"with-row:{jobs.ROW_ID}:a", user_id=jobs.ROW_ID),
+            row_spec(runs, "with-row:existing", user_id=jobs.ROW_ID),
+            row_spec(runs, f"with-row:{jobs.ROW_ID}:b"),
+        ])  # fmt: skip
+    assert [q["sql"].split()[0] for q in queries.captured_queries] == ["WITH", "SELECT"], "then the existing job"
+    assert User.objects.filter(pk=row.pk, username="with-row").exists() and not row._state.adding
+    assert [job.key for job in written] == [f"with-row:{row.pk}:a", "with-row:existing", f"with-row:{row.pk}:b"]
+    stored = {job.key: job for job in Job.objects.filter(key__startswith="with-row:")}
+    assert {job.key: job.pk for job in written} == {key: job.pk for key, job in stored.items()}
+    assert stored[f"with-row:{row.pk}:a"].payload == {"runs": runs.key, "user_id": row.pk} == written[0].payload
+    assert stored["with-row:existing"].payload == existing.payload == {"runs": runs.key}
+    assert len(callbacks) == 1
+
+
+def test_a_row_without_jobs_is_written_alone_and_a_bad_spec_writes_nothing(runs):
+    from django.contrib.auth.models import User
+
+    row = User(username="alone")
+    assert jobs.enqueue_many_with_row(row, lambda: []) == []
+    assert User.objects.filter(pk=row.pk).exists()
+    with pytest.raises(LookupError):
+        jobs.enqueue_many_with_row(User(username="never"), lambda: [JobSpec("no.such.kind", {}, key="never")])
+    assert not User.objects.filter(username="never").exists()

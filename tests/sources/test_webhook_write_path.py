@@ -58,12 +58,11 @@ def test_the_classifier_answers_with_no_transaction_open_and_the_lead_is_written
     statements = [query["sql"].split(" (")[0] for query in queries.captured_queries]
     assert statements == [
         "BEGIN",
-        'INSERT INTO "leadgen_lead"',
-        'INSERT INTO "jobs_job"',
+        "WITH new_row AS",  # the lead and its jobs in one statement
         'INSERT INTO "sources_inboundrequest"',
         'INSERT INTO "sources_inboundlead"',
         "COMMIT",
-    ], "the source read once per process, then one transaction of four INSERTs, no savepoint"
+    ], "the source read once per process, then one transaction of three INSERTs, no savepoint"
     made = Lead.objects.get(public_id=second.json()["leads"][0])
     assert made.classified_by == "llm" and InboundRequest.objects.get(lead=made).outcome == "created"
 
