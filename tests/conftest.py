@@ -16,6 +16,12 @@ from tests.jobs.handlers import runs_store
 pytest_plugins = ["tests.browser", "tests.scheduling"]
 
 
+def pytest_configure(config):
+    # Django's advice for test speed: production's hasher spends 0.2 s of CPU on each password by design, and
+    # the suite makes and checks a few hundred. No test is about the hash itself.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
 @pytest.fixture(autouse=True)
 def staff_groups(request, django_db_blocker):
     """The staff groups `migrate` made, there for every test that uses the database: a transactional test or a

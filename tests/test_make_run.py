@@ -58,7 +58,8 @@ def start(tmp_path, port) -> RunningSystem:
     ours = {"DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL"}
     env = {k: v for k, v in os.environ.items() if k not in ours and not k.startswith("WITH_SERVICES")}
     # The mailbox polled every 10 s, not the demo's minute: the tour waits for an email lead on a busy host.
-    env.update(DATA_DIR=str(tmp_path / "data"), CELERY_CONCURRENCY="1", IMAP_POLL_SECONDS="10")
+    # One web process and one worker child: the suite's other workers share the cores.
+    env.update(DATA_DIR=str(tmp_path / "data"), CELERY_CONCURRENCY="1", WEB_PROCESSES="1", IMAP_POLL_SECONDS="10")
     output = tmp_path / "make-run.log"
     with output.open("w") as log:
         process = subprocess.Popen(

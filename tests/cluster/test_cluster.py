@@ -16,7 +16,7 @@ on as the product's clients do (tests/cluster/visitors.py). Then the jobs drain 
   cut with web1 is as docs/chat.md says of a process killed outright (lost, or saved if it had ended).
 
 Scale: CLUSTER_SCALE=full (`make cluster-test`) runs 2,000 leads, 200 prototype streams and 200 chats, kills
-web1 and worker1 and cuts worker2 for 30 s; otherwise (`make test`) 240 leads, 6 streams and 6 chats, web1
+web1 and worker1 and cuts worker2 for 30 s; otherwise (`make test`) 120 leads, 6 streams and 6 chats, web1
 killed. Figures are appended to var/cluster/results.jsonl; docs/reliability.md ("Cluster") has them.
 """
 
@@ -57,7 +57,7 @@ class Scale:
 
 SCALES = {
     "short": Scale(
-        leads=240, prototypes=6, chats=6, fault_at=0.3, killed=("web1",), cut_seconds=0,
+        leads=120, prototypes=6, chats=6, fault_at=0.3, killed=("web1",), cut_seconds=0,
         concurrency=16, drain_seconds=60,
         timings=Timings(lease_seconds=6, v0_parts=10, v0_interval=0.5, v0_finish_after=6.0),
     ),
