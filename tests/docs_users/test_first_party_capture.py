@@ -1,11 +1,14 @@
 """First-party capture: docs page views, MCP sign-ins and tool calls, and the pending marker they set."""
 
+import threading
+import time
 from datetime import UTC, datetime, timedelta
 from importlib import import_module
 
 import pytest
 from django.conf import settings
 from django.core.cache import cache
+from django.db import connection, transaction
 from django.utils import timezone
 
 from docs_users import activity
@@ -198,6 +201,146 @@ def test_a_batch_of_tool_calls_of_several_users_is_recorded_as_if_one_by_one(ada
     assert ada_now.email == "ada@acme.com"  # columns a tool call does not change are left as they were
     assert (new.mcp_tool_counts, new.mcp_client, new.last_channel) == ({"ask_docs": 1}, "Goose", "mcp")
     assert new.signed_up_at == earlier and new.is_pending and ada_now.is_pending
+
+
+def test_a_batch_adds_new_tools_only_up_to_the_cap_in_the_order_of_first_calls_and_counts_add_up(ada):
+    held = {f"tool_{n}": 1 for n in range(activity.TOOLS_CAP - 1)}
+    TrackedUser.objects.filter(sub=ada.sub).update(mcp_tool_counts=held)
+    tool_calls = ["tool_0", "new_a", "new_b", "new_a", "new_c", "tool_0"]  # three new tools, one known
+    activity.mcp_tool_calls_record([activity.McpToolCall(sub=ada.sub, tool=tool) for tool in tool_calls])
+    counts = TrackedUser.objects.get(sub=ada.sub).mcp_tool_counts
+    assert len(counts) == activity.TOOLS_CAP
+    assert (counts["tool_0"], counts["new_a"]) == (3, 2)  # the first new tool called is the one kept
+    assert "new_b" not in counts and "new_c" not in counts
+
+    activity.mcp_tool_calls_record([
+        activity.McpToolCall(sub=ada.sub, tool=tool) for tool in ["new_b", "new_a", "tool_5", "tool_0"]
+    ])  # fmt: skip
+    counts = TrackedUser.objects.get(sub=ada.sub).mcp_tool_counts
+    assert len(counts) == activity.TOOLS_CAP and "new_b" not in counts  # full: no new tool at all
+    assert (counts["tool_0"], counts["new_a"], counts["tool_5"], counts["tool_1"]) == (4, 3, 2, 1)
+
+
+def test_a_batch_gives_the_same_rows_as_its_calls_recorded_one_by_one():
+    start = datetime(2026, 11, 3, 9, 0, tzinfo=UTC)
+
+    def calls(prefix):
+        """Two users' calls, interleaved; not in time order; some naming a client or giving a context."""
+        known, new = f"auth0|{prefix}-known", f"auth0|{prefix}-new"
+        minutes = [4, 1, 7, 2, 9, 3, 0, 8, 6, 5] * 8  # more contexts than kept
+        return [
+            activity.McpToolCall(
+                sub=(known, new)[n % 2],
+                tool=[" search_docs ", "ask_kapa", "get_page", f"tool_{n % 7}"][n % 4],
+                client_name={3: "cursor-vscode", 11: "Goose"}.get(n, ""),
+                user_agent={5: "claude-code/1.0.3", 16: "Windsurf/1.2"}.get(n, ""),
+                context=f"reason {n}\x00" if n % 3 else "",
+                at=start + timedelta(minutes=minutes[n]),
+            )
+            for n in range(len(minutes))
+        ]
+
+    for prefix in ("batch", "single"):  # the known users hold earlier calls
+        activity.tracked_user_sign_in(sub=f"auth0|{prefix}-known", channel="docs-login", at=start - timedelta(days=1))
+        activity.mcp_tool_call_record(sub=f"auth0|{prefix}-known", tool="ask_kapa", context="earlier", at=start)
+    activity.mcp_tool_calls_record(calls("batch"))
+    for call in calls("single"):
+        activity.mcp_tool_call_record(
+            sub=call.sub, tool=call.tool, user_agent=call.user_agent, client_name=call.client_name,
+            context=call.context, at=call.at,
+        )  # fmt: skip
+
+    columns = ["mcp_tool_counts", "mcp_agent_intents", "mcp_client", "mcp_last_tool_at", "last_activity_at"]
+    for user in ("known", "new"):
+        batched = TrackedUser.objects.values(*columns).get(sub=f"auth0|batch-{user}")
+        single = TrackedUser.objects.values(*columns).get(sub=f"auth0|single-{user}")
+        assert batched == single
+    assert len(batched["mcp_agent_intents"]) == activity.AGENT_INTENTS_CAP and batched["mcp_client"] == "Goose"
+
+
+def test_a_batch_of_a_new_and_a_known_user_records_both_and_creates_the_new_one_once(ada):
+    earlier, later = datetime(2026, 11, 4, 9, 0, tzinfo=UTC), datetime(2026, 11, 4, 9, 30, tzinfo=UTC)
+    subs = activity.mcp_tool_calls_record([
+        activity.McpToolCall(sub=ada.sub, tool="search_docs", at=earlier),
+        activity.McpToolCall(sub="auth0|newcomer", tool="search_docs", at=earlier + timedelta(minutes=10)),
+        activity.McpToolCall(sub="auth0|newcomer", tool="ask_kapa", at=later),
+        activity.McpToolCall(sub="auth0|newcomer", tool="search_docs", at=earlier + timedelta(minutes=20)),
+    ])  # fmt: skip
+    assert subs == {ada.sub, "auth0|newcomer"}
+    assert TrackedUser.objects.filter(sub="auth0|newcomer").count() == 1
+    new = TrackedUser.objects.get(sub="auth0|newcomer")
+    assert (new.signed_up_at, new.last_activity_at, new.mcp_last_tool_at) == (
+        earlier + timedelta(minutes=10),
+        later,
+        later,
+    )
+    assert (new.last_channel, new.mcp_tool_counts, new.is_pending) == ("mcp", {"search_docs": 2, "ask_kapa": 1}, True)
+    # Columns a tool call does not write get the model's defaults.
+    assert (new.email, new.mcp_client, new.docs_recent_pages, new.kapa_asked_thread_count) == ("", "", [], 0)
+    known = TrackedUser.objects.get(sub=ada.sub)
+    assert (known.mcp_tool_counts, known.last_channel, known.signed_up_at) == (
+        {"search_docs": 1},
+        "docs-login",
+        ada.signed_up_at,
+    )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_user_created_by_another_transaction_while_the_batch_runs_is_counted_exactly_once():
+    """The batch's insert meets the other transaction's uncommitted row, waits for its commit, then records the
+    call as an update of that row."""
+    sub, created, release, recorded, errors = "auth0|racer", threading.Event(), threading.Event(), [], []
+
+    def sign_in_held_open():
+        try:
+            with transaction.atomic():
+                activity.tracked_user_sign_in(sub=sub, channel="docs-login", email="racer@acme.com")
+                created.set()
+                release.wait(30)
+        except Exception as exc:  # collected for the assertion below
+            errors.append(exc)
+        finally:
+            created.set()
+            connection.close()
+
+    def record_batch():
+        try:
+            recorded.append(activity.mcp_tool_calls_record([activity.McpToolCall(sub=sub, tool="search_docs")]))
+        except Exception as exc:  # collected for the assertion below
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    holder, batch = threading.Thread(target=sign_in_held_open), threading.Thread(target=record_batch)
+    holder.start()
+    try:
+        assert created.wait(30)
+        batch.start()
+        waited = _wait_for_a_statement_blocked_on_a_lock("jsonb_to_recordset")
+    finally:
+        release.set()
+        holder.join(30)
+        if batch.ident:
+            batch.join(30)
+    assert waited, "the batch's statement never waited for the other transaction"
+    assert errors == [] and recorded == [{sub}]
+    user = TrackedUser.objects.get(sub=sub)
+    assert (user.mcp_tool_counts, user.email, user.is_pending) == ({"search_docs": 1}, "racer@acme.com", True)
+
+
+def _wait_for_a_statement_blocked_on_a_lock(text: str, timeout: float = 10) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND wait_event_type = 'Lock'"
+                " AND query LIKE %s",
+                [f"%{text}%"],
+            )
+            if cursor.fetchone()[0]:
+                return True
+        time.sleep(0.02)
+    return False
 
 
 def test_an_mcp_sign_in_records_identity_and_channel(client, ada):
