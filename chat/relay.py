@@ -4,12 +4,15 @@ The agent is read by a task of its own, not by the response coroutine: Django
 cancels that coroutine when the browser leaves, and the answer must still be
 read to its end (bounded by the agent client's timeouts) and saved. The task
 puts what the browser should see on a queue, as SSE frames ready to send; the
-response drains the queue. It starts while the visitor's message is being
-saved: the agent's WebSocket connects meanwhile, and the agent is asked once
-the message is saved (nothing is asked, nor kept, if saving it failed).
+response drains the queue. It starts with the view and waits for the
+admission (chat.admission), told mid-way through the trip that then saves the
+visitor's message: the agent's WebSocket connects while the message is saved,
+and the agent is asked once it is (nothing is asked, nor kept, if the chat was
+refused or saving failed).
 
-The database is reached in batches (foundation.batching): the turns starting, and
-the answers ending, within one trip of a batch's thread share its statements.
+The database is reached in batches (foundation.batching): the chats starting
+(admissions and turns, chat.api), and the answers ending, within one trip of a
+batch's thread share its round trips.
 Each chat's own trip to a thread costs the event loop far more than its
 statements do: every hand-over of the GIL between the loop and a worker thread
 waits on a busy loop, and a hundred chats starting at once would each pay it
@@ -51,12 +54,21 @@ _answers = Batches("chat-answers", services.chat_answers_save)
 
 
 def relay_start(
-    *, client: AgentClient, turn: asyncio.Future, session_id: str, query: str, user_ip: str | None
+    *,
+    client: AgentClient,
+    admitted: asyncio.Future,
+    turn: asyncio.Future,
+    session_id: str,
+    query: str,
+    user_ip: str | None,
 ) -> asyncio.Queue:
-    """Start reading the agent's answer in its own task, the agent asked once `turn` (the visitor's message being
-    saved) is done; return the queue of SSE frames for the browser."""
+    """Start reading the agent's answer in its own task: the agent's connection opened once `admitted` is True
+    (the chat may stream; nothing is done when False), the agent asked once `turn` (the visitor's message being
+    saved) is done; return the queue of SSE frames for the browser. Started before either is known, so that the
+    connection opens on the admission's word, without the view's wake-up in between."""
     frames: asyncio.Queue[bytes | None] = asyncio.Queue()
-    task = asyncio.create_task(_relay(client, frames, turn=turn, session_id=session_id, query=query, user_ip=user_ip))
+    relay = _relay(client, frames, admitted=admitted, turn=turn, session_id=session_id, query=query, user_ip=user_ip)
+    task = asyncio.create_task(relay)
     _running.add(task)
     task.add_done_callback(_running.discard)
     return frames
@@ -68,7 +80,9 @@ async def relays_finish(timeout: float) -> None:
         await asyncio.wait(list(_running), timeout=timeout)
 
 
-async def _relay(client, frames, *, turn, session_id, query, user_ip):
+async def _relay(client, frames, *, admitted, turn, session_id, query, user_ip):
+    if not await admitted:
+        return  # refused: the view answers so, nothing is asked nor kept
     parts: list[str] = []
     final: str | None = None
     metadata: dict = {}

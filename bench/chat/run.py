@@ -1,7 +1,7 @@
 """The chat relay against a minimal relay view and a direct WebSocket client of the same fake agent, side by side.
 
     scripts/with-services .venv/bin/python bench/chat/run.py [--chats 200] [--tokens 300] [--rounds 2]
-        [--open-rate 20] [--open-seconds 60] [--scale-processes 2] [--launcher "…"]
+        [--open-rate 20] [--open-seconds 60] [--no-open-floor] [--scale-processes 2] [--launcher "…"]
 
 One daphne process serves POST /api/chat/stream (config.asgi:application, the
 production settings) in front of the agent stand-in (standins/agent.py), which streams
@@ -28,7 +28,9 @@ production settings) in front of the agent stand-in (standins/agent.py), which s
 2. Open loop (--open-seconds, 0 to skip): new chats arrive as a Poisson process at
    --open-rate a second through the same daphne; each arrival starts a relay chat
    and a direct chat at the same instant. Target: the relay's time to first token
-   p99 at most --open-added-ms (50) above the direct client's.
+   p99 at most --open-added-ms (50) above the direct client's. Then (--no-open-floor
+   skips it) the same again with the floor in the relay's place: what any relay
+   through one daphne process adds, which our relay's added time is read against.
 
 3. Scaled out (--scale-processes N, 0 to skip): the burst of --chats relay chats
    against --launcher run with WEB_PROCESSES=N and with WEB_PROCESSES=1 (each on a
@@ -86,7 +88,12 @@ def parse_args():
     parser.add_argument("--open-rate", type=float, default=20.0, help="open loop: new chats a second (default 20)")
     parser.add_argument("--open-seconds", type=float, default=60.0, help="open loop: how long; 0 skips it (60)")
     parser.add_argument("--open-added-ms", type=float, default=50.0, help="open loop: relay p99 - direct p99 (50)")
-    parser.add_argument("--open-floor", action="store_true", help="open loop: then the same through the floor")
+    parser.add_argument(
+        "--open-floor",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="open loop: then the same through the floor, what the relay's added time is read against (default on)",
+    )
     parser.add_argument("--seed", type=int, default=1, help="open loop: the arrivals' random seed (default 1)")
     parser.add_argument("--scale-processes", type=int, default=2, help="scaled out: web processes; 0 skips (2)")
     parser.add_argument("--scale-target", type=float, default=0.6, help="scaled out: N / 1 processes ttft p50")
@@ -429,7 +436,11 @@ def main():
                     raise BenchError(f"a {kind} chat did not complete")
         opened = open_loop_phase(daphne, agent) if ARGS.open_seconds > 0 else None
         if opened and ARGS.open_floor:
-            opened["floor_instead"] = open_loop_phase(daphne, agent, "floor")
+            floor_added = opened["floor_instead"] = open_loop_phase(daphne, agent, "floor")
+            # What is ours in the added time: the relay's over the floor's, each against its own direct clients.
+            opened["added_over_floor_ms"] = {
+                q: round(opened[f"added_ttft_ms_{q}"] - floor_added[f"added_ttft_ms_{q}"], 1) for q in ("p50", "p99")
+            }
         stop_process(daphne)  # idle from here on, but out of the way
         scaled = scaled_phase(env) if ARGS.scale_processes > 0 else None
     finally:
