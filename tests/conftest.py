@@ -51,6 +51,15 @@ def runs():
     store.delete(name)
 
 
+@pytest.fixture
+def empty_broker():
+    """The broker's queue emptied of the run messages earlier tests left there with no worker to take them: a
+    worker this test starts would work through them all first (a fresh child each under --max-tasks-per-child)."""
+    from config.celery import app
+
+    app.control.purge()
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

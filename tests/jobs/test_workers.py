@@ -23,7 +23,7 @@ from jobs.tasks import run_job
 from tests.conftest import subprocess_env
 from tests.jobs.handlers import runs_store
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow, pytest.mark.usefixtures("empty_broker")]
 
 CELERY = [sys.executable, "-m", "celery", "-A", "config"]
 

@@ -39,7 +39,7 @@ from tests.reliability import services
 from tests.reliability.conftest import Upstreams
 from tests.reliability.faultproxy import FaultPlan
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow, pytest.mark.usefixtures("empty_broker")]
 
 FULL = os.environ.get("RELIABILITY_SCALE") == "full"
 RESULTS = Path(settings.BASE_DIR) / "var" / "reliability" / "results.jsonl"

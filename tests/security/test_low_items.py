@@ -140,7 +140,7 @@ def test_docs_pages_are_delivered_without_query_strings_and_admin_shows_intents_
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.slow
-def test_run_messages_waiting_in_a_worker_child_are_sent_when_it_exits(runs):
+def test_run_messages_waiting_in_a_worker_child_are_sent_when_it_exits(runs, empty_broker):
     job = jobs.enqueue("tests.enqueue_follow_up", {"runs": runs.key}, key=f"flush:{uuid.uuid4()}")
     # The follow-up's run message would wait 60 s in the child's publisher; the child exits after one task,
     # and no sweep runs: only the flush on exit can send it.

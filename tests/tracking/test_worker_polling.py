@@ -17,7 +17,7 @@ from standins.lead_emails import lead_message
 from tests.conftest import subprocess_env
 from tests.tracking.support import seen_flags
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow, pytest.mark.usefixtures("empty_broker")]
 
 CELERY = [sys.executable, "-m", "celery", "-A", "config"]
 
