@@ -10,9 +10,10 @@ VENV := .venv
 BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip --disable-pip-version-check
 # uv installs the pinned requirements in a few seconds where pip takes about a minute: most of a fresh clone's
-# set-up time for `make run` and `make test`. pip only installs uv itself.
+# set-up time for `make run` and `make test`. pip only installs uv itself. Compiled at install, as pip does:
+# where PYTHONDONTWRITEBYTECODE is set, every process would otherwise compile each module it imports.
 UV_VERSION := 0.13.9
-INSTALL := $(BIN)/uv pip install --python $(BIN)/python
+INSTALL := $(BIN)/uv pip install --compile-bytecode --python $(BIN)/python
 PORT ?= 8000
 PYTEST_ARGS ?=
 
