@@ -36,7 +36,9 @@ production settings) in front of the agent stand-in (standins/agent.py), which s
    against --launcher run with WEB_PROCESSES=N and with WEB_PROCESSES=1 (each on a
    socket of its own; PORT, BIND_HOST and WEB_PROCESSES in its environment),
    rounds alternating. Target: time to first token p50 with N processes <=
-   --scale-target (0.6) x with one.
+   --scale-target (0.6) x with one. The floor's burst goes through the same
+   launchers beside it: its own N-over-one ratio is how far any relay scales out
+   on this host, where the agent and the clients share the cores.
 
 After each relay phase every answer is checked in PostgreSQL: each chat has its
 user message and exactly one complete assistant message with the full text.
@@ -373,28 +375,38 @@ def launch(processes: int, env: dict):
 
 
 def scaled_phase(env: dict) -> dict:
-    """The relay burst against the launcher with --scale-processes processes and with one, rounds alternating."""
+    """The relay burst against the launcher with --scale-processes processes and with one, rounds alternating;
+    the floor's burst through the same launchers beside it: how far a relay with nothing of ours scales out on
+    this host, where the agent and the clients share the cores with the web processes."""
     many = ARGS.scale_processes
     launchers = {1: launch(1, env), many: launch(many, env)}
-    results, checks = {1: [], many: []}, []
+    results, floors, checks = {1: [], many: []}, {1: [], many: []}, []
     try:
         for process, port in launchers.values():
             wait_http(process, f"http://127.0.0.1:{port}/healthz")
         for count, (_, port) in launchers.items():  # every process warm: one burst reaches all of them
             asyncio.run(phase(f"web-{count}", 0, port))
+            asyncio.run(phase("floor", 0, port))
         for round_number in range(1, ARGS.rounds + 1):
             order = (1, many) if round_number % 2 else (many, 1)
             for count in order:
                 chats, session_ids = asyncio.run(phase(f"web-{count}", round_number, launchers[count][1]))
                 checked(chats, session_ids, checks)
                 results[count].extend(chats)
+                chats, _ = asyncio.run(phase("floor", round_number, launchers[count][1]))
+                if any(not chat.done or chat.tokens != ARGS.tokens for chat in chats):
+                    raise BenchError("a floor chat did not complete")
+                floors[count].extend(chats)
     finally:
         for process, _ in launchers.values():
             stop_process(process)
     one, scaled = summary(results[1]), summary(results[many])
+    floor_one, floor_scaled = summary(floors[1]), summary(floors[many])
     ratio = round(scaled["ttft_ms_p50"] / one["ttft_ms_p50"], 3)
     return {"launcher": ARGS.launcher, "processes": many, "one_process": one, f"{many}_processes": scaled,
-            "ttft_p50_ratio": ratio, "checks": checks, "target_met": ratio <= ARGS.scale_target}  # fmt: skip
+            "ttft_p50_ratio": ratio, "floor_one_process": floor_one, f"floor_{many}_processes": floor_scaled,
+            "floor_ttft_p50_ratio": round(floor_scaled["ttft_ms_p50"] / floor_one["ttft_ms_p50"], 3),
+            "checks": checks, "target_met": ratio <= ARGS.scale_target}  # fmt: skip
 
 
 def main():
