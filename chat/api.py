@@ -35,7 +35,7 @@ from foundation.batching import Batches
 from foundation.client_ip import USER_IP_SCHEMA, visitor_ip
 from foundation.parsers import json_body
 from foundation.secrets import InvalidSecret, trusted_chat_client
-from foundation.streams import Lease, held_while_sent, slots_release, too_many_streams
+from foundation.streams import Lease, held_while_sent, slot_give_back, too_many_streams
 from foundation.throttling import ScopedRateThrottle
 from integrations.agent import client as agent
 
@@ -130,7 +130,7 @@ def _starts_run(starts: list[_Start]) -> list[ChatMessage | None]:
 
 def _slot_give_back(start: _Start) -> None:
     if start.outcome is not None and start.outcome[1] is not None:
-        start.admitted.get_loop().run_in_executor(None, slots_release, [start.outcome[1]])
+        slot_give_back(start.outcome[1])
 
 
 def _is_admitted(outcome) -> bool:

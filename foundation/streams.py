@@ -145,6 +145,12 @@ async def held_while_sent(content, lease: Lease):
         await _releases.run(lease)
 
 
+def slot_give_back(lease: Lease) -> None:
+    """Give back `lease` from the event loop without waiting for it, in the same batches as held_while_sent's
+    releases (a stream refused or cancelled before it was sent)."""
+    _releases.add(lease)
+
+
 def _release_batch(leases: list[Lease]) -> list[None]:
     slots_release(leases)
     return [None] * len(leases)

@@ -3,6 +3,11 @@ import uuid
 from django.db import models
 
 
+def lead_job_key(kind: str, lead_id) -> str:
+    """Lead.job_key's, for an id that may not be known yet (jobs.ROW_ID)."""
+    return f"{kind}:{lead_id}"
+
+
 class Lead(models.Model):
     """An inbound lead from any channel (web form, lead-notification email…)."""
 
@@ -134,7 +139,7 @@ class Lead(models.Model):
 
     def job_key(self, kind: str) -> str:
         """The idempotency key of this lead's job of `kind`: one such job per lead and kind."""
-        return f"{kind}:{self.pk}"
+        return lead_job_key(kind, self.pk)
 
 
 class IdempotentRequest(models.Model):

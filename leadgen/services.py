@@ -12,7 +12,7 @@ from chat import services as chat_services
 from integrations.llm import client as llm
 from leadgen import selectors
 from leadgen.idempotency import idempotency_lead_saved
-from leadgen.models import Lead
+from leadgen.models import Lead, lead_job_key
 from leadgen.rules import Classification, classify_by_rules
 from prototypes import services as prototype_services  # leadgen builds on prototypes, never the other way
 
@@ -129,8 +129,9 @@ def _fan_out_specs(lead: Lead, *, send_emails: bool | None = None, lead_id=None)
 
 
 def _lead_job(kind: str, lead: Lead, lead_id, *, run_after=None) -> jobs.JobSpec:
-    key = f"{kind}:{lead_id}"  # Lead.job_key's, for an id that may be jobs.ROW_ID
-    return jobs.JobSpec(kind, {"lead_id": lead_id}, key=key, run_after=run_after, store_id=lead.store_id)
+    return jobs.JobSpec(
+        kind, {"lead_id": lead_id}, key=lead_job_key(kind, lead_id), run_after=run_after, store_id=lead.store_id
+    )
 
 
 @transaction.atomic

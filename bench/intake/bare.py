@@ -30,14 +30,26 @@ from leadgen.serializers import LeadCreatedSerializer, LeadInputSerializer
 REASONING = "Asks for help with a software project."  # what the fake LLM answers, so the rows match
 
 
+def valid_fields(request) -> dict:
+    """The lead's fields, validated by the same serializer as intake's (its 400s included)."""
+    serializer = LeadInputSerializer(data=request.data)
+    serializer.is_valid(raise_exception=True)
+    fields = dict(serializer.validated_data)
+    fields.pop("recaptchaToken", None)
+    return fields
+
+
+def created(lead: Lead) -> Response:
+    """Intake's answer for a new lead."""
+    body = {"leadId": lead.pk, "previewUrl": None, "pipedrive": {"status": lead.pipedrive_state, "leadId": None}}
+    return Response(LeadCreatedSerializer(body).data)
+
+
 class BareLeadCreateView(APIView):
     throttle_classes = []
 
     def post(self, request):
-        serializer = LeadInputSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        fields = dict(serializer.validated_data)
-        fields.pop("recaptchaToken", None)
+        fields = valid_fields(request)
         lead = Lead.objects.create(
             channel=Lead.Channel.WEB_FORM,
             client_ip=request.META.get("REMOTE_ADDR"),
@@ -48,8 +60,7 @@ class BareLeadCreateView(APIView):
             classified_by=Lead.Classifier.LLM,
             **fields,
         )
-        body = {"leadId": lead.pk, "previewUrl": None, "pipedrive": {"status": lead.pipedrive_state, "leadId": None}}
-        return Response(LeadCreatedSerializer(body).data)
+        return created(lead)
 
 
 # requests, the sync client a plain Django view reaches for (a project dependency already): one Session per
@@ -86,10 +97,7 @@ class BareDurableLeadCreateView(APIView):
     throttle_classes = []
 
     def post(self, request):
-        serializer = LeadInputSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        fields = dict(serializer.validated_data)
-        fields.pop("recaptchaToken", None)
+        fields = valid_fields(request)
         name = f"{fields.get('first_name', '')} {fields.get('last_name', '')}".strip()
         verdict = classify(
             {
@@ -119,15 +127,14 @@ class BareDurableLeadCreateView(APIView):
                 **fields,
             )
             jobs = Job.objects.bulk_create([
-                Job(kind=kind, key=f"{kind}:{lead.pk}", payload={"lead_id": lead.pk}, created_at=now,
+                Job(kind=kind, key=lead.job_key(kind), payload={"lead_id": lead.pk}, created_at=now,
                     run_after=confirm_at if kind.endswith("confirmation_email") else now,
                     dispatched_at=None if kind.endswith("confirmation_email") else now)
                 for kind in kinds
             ])  # fmt: skip
             due = [job.pk for job in jobs if job.dispatched_at]
             transaction.on_commit(lambda: publish(due))
-        body = {"leadId": lead.pk, "previewUrl": None, "pipedrive": {"status": lead.pipedrive_state, "leadId": None}}
-        return Response(LeadCreatedSerializer(body).data)
+        return created(lead)
 
 
 class PoolStatsView(APIView):
