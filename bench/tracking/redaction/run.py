@@ -14,6 +14,7 @@ which Presidio's email rule calls, is held to the suffix list it ships with.
 
 import argparse
 import json
+import os
 import platform
 import sys
 import tempfile
@@ -26,6 +27,8 @@ ROOT = Path(__file__).resolve().parents[3]
 # Run as a script, Python puts this folder first on the path; the project root is what we want.
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 sys.path.insert(0, str(ROOT))
+# crm.redaction reads one setting (the default phone region); nothing here needs a database.
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 from bench.tracking.redaction.corpus import CLASSES, generate  # noqa: E402
 from crm.redaction import find_pii, redact  # noqa: E402
