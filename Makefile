@@ -104,7 +104,8 @@ bench-sources: install-bench
 	scripts/with-services $(BIN)/python bench/sources/run.py
 
 bench-redaction: install-bench
-	$(BIN)/python bench/tracking/redaction/run.py
+	scripts/install-system-deps
+	scripts/with-services $(BIN)/python bench/tracking/redaction/run.py
 
 bench-imap: install-bench
 	scripts/install-system-deps

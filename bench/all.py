@@ -199,7 +199,7 @@ BENCHMARKS = [
     Bench("sources", "bench/sources/run.py", "bench/sources/results.json", sources_rows,
           ["--rounds", "1", "--duration", "2", "--warmup", "1", "--retries", "10", "--profile-count", "10"]),
     Bench("redaction", "bench/tracking/redaction/run.py", "bench/tracking/redaction/results.json", redaction_rows,
-          ["--count", "300"], services=False),
+          ["--count", "300"]),
     Bench("imap", "bench/imap/run.py", "bench/imap/results.json", imap_rows,
           ["--count", "200", "--rounds", "1", "--warmup", "20"]),
     Bench("imap-hostile", "bench/imap/hostile.py", "bench/imap/hostile_results.json", hostile_rows,

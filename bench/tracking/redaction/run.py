@@ -1,6 +1,6 @@
 """Redaction benchmark: our redact() against Presidio's pattern recognizers and scrubadub, same corpus, same run.
 
-    .venv/bin/python bench/tracking/redaction/run.py [--seed 5] [--count 6000]
+    scripts/with-services .venv/bin/python bench/tracking/redaction/run.py [--seed 5] [--count 6000]
 
 See bench/tracking/README.md for what is measured and the results. Exit status
 0 when every target holds (per class: recall >= 0.99, precision >= 0.98, recall
@@ -27,7 +27,8 @@ ROOT = Path(__file__).resolve().parents[3]
 # Run as a script, Python puts this folder first on the path; the project root is what we want.
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 sys.path.insert(0, str(ROOT))
-# crm.redaction reads one setting (the default phone region); nothing here needs a database.
+# crm.redaction reads one setting (the default phone region). The project's settings want a database URL,
+# so this runs under scripts/with-services though it sends no query.
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 from bench.tracking.redaction.corpus import CLASSES, generate  # noqa: E402
