@@ -88,9 +88,10 @@ def sources_rows(r):
 def redaction_rows(r):
     tools = r["tools"]
     speed = [t["throughput"]["texts_per_second"] for t in (tools["ours"], tools["presidio"])]
+    scoring = [met for check, met in r["checks"].items() if not check.startswith("throughput")]  # speed: next row
     return [
         Row("redaction recall, all classes", tools["ours"]["score"]["recall"], tools["presidio"]["score"]["recall"],
-            "≥ 0.99 per class, precision ≥ 0.98", all(r["checks"].values())),
+            "≥ 0.99 per class, precision ≥ 0.98", all(scoring)),
         Row("redaction texts/s vs Presidio", *speed, "≥ 10×", r["speedup_over_presidio"] >= 10,
             r["speedup_over_presidio"]),
     ]  # fmt: skip
