@@ -104,6 +104,16 @@ class FaultProxy:
             self._loop.run_forever()
         finally:
             server.close()
+            # Connections still relayed end with the proxy, each through its own cleanup, and held ones are
+            # closed: left to the garbage collector, they would close on a loop already gone.
+            tasks = asyncio.all_tasks(self._loop)
+            for task in tasks:
+                task.cancel()
+            self._loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
+            for writer in self._held:
+                writer.close()
+            self._loop.run_until_complete(asyncio.sleep(0))  # the transports' close callbacks
+            self._loop.close()
 
     async def _handle(self, client_reader, client_writer):
         upstream_writer = None
