@@ -11,6 +11,7 @@ from django.db import transaction
 
 from integrations.recaptcha import client as recaptcha
 from leadgen import services
+from leadgen.idempotency import idempotency_owner
 from leadgen.models import Lead
 from leadgen.ratelimit import prototype_buckets_hold, prototype_buckets_release
 from leadgen.routing import is_prototype_eligible
@@ -62,7 +63,8 @@ def lead_intake(
         _recaptcha_check(recaptcha_token, client_ip=client_ip)
 
     holds_prototype = is_prototype_eligible(fields.get("service_type", ""))
-    if holds_prototype and (refusal := prototype_buckets_hold(email=fields["email"], ip=client_ip)):
+    owner = idempotency_owner(**reservation) if reservation else ""
+    if holds_prototype and (refusal := prototype_buckets_hold(email=fields["email"], ip=client_ip, owner=owner)):
         raise IntakeRefused(
             code=refusal.code,
             message="A prototype is already being prepared for you."

@@ -8,6 +8,12 @@ consumes quota and drops it, a failed or cancelled one only drops it. Its
 expiry (LEADS_PROTOTYPE_HOLD_SECONDS after the last renewal) only frees a
 visitor whose prototype nobody checks any more. State lives in the shared
 cache; `cache.add` makes taking a hold atomic across processes.
+
+A hold keeps its owner with its end: the request's Idempotency-Key (hashed),
+when it sent one. A process killed after taking the hold and before saving the
+lead leaves it behind; the visitor's retry with the same key takes the request
+over (leadgen.idempotency) and must get the hold too, not a 429 for a
+prototype nobody is preparing.
 """
 
 import hashlib
@@ -49,7 +55,8 @@ def _identifiers(*, email: str | None, ip: str | None) -> list[tuple[str, str]]:
 
 def _state(bucket: str, identifier: str, now: float) -> BucketState:
     values = cache.get_many([_bucket_key(bucket, identifier, part) for part in ("hold", "count", "window_ends")])
-    hold_ends = values.get(_bucket_key(bucket, identifier, "hold"))
+    hold = values.get(_bucket_key(bucket, identifier, "hold"))  # (ends, owner)
+    hold_ends = hold[0] if hold else None
     used = values.get(_bucket_key(bucket, identifier, "count"), 0)
     window_ends = values.get(_bucket_key(bucket, identifier, "window_ends"))
     limit = settings.LEADS_PROTOTYPE_QUOTA
@@ -66,16 +73,18 @@ def prototype_buckets_state(*, email: str | None, ip: str | None) -> dict[str, B
     return {bucket: _state(bucket, value, now) for bucket, value in _identifiers(email=email, ip=ip)}
 
 
-def prototype_buckets_hold(*, email: str | None, ip: str | None) -> BucketRefusal | None:
-    """Take the in-progress hold on both buckets, or neither; returns why not when refused."""
+def prototype_buckets_hold(*, email: str | None, ip: str | None, owner: str = "") -> BucketRefusal | None:
+    """Take the in-progress hold on both buckets, or neither; returns why not when refused. A hold `owner`
+    (non-empty) already has is taken again."""
     now = time.time()
     hold_seconds = settings.LEADS_PROTOTYPE_HOLD_SECONDS
     taken = []
     for bucket, value in _identifiers(email=email, ip=ip):
         state = _state(bucket, value, now)
+        key = _bucket_key(bucket, value, "hold")
         if state.used >= state.limit and state.retry_after:
             refusal = BucketRefusal("prototype_quota_exceeded", bucket, state.retry_after)
-        elif cache.add(_bucket_key(bucket, value, "hold"), now + hold_seconds, hold_seconds):
+        elif cache.add(key, (now + hold_seconds, owner), hold_seconds) or _owned(key, owner):
             taken.append((bucket, value))
             continue
         else:
@@ -85,14 +94,24 @@ def prototype_buckets_hold(*, email: str | None, ip: str | None) -> BucketRefusa
     return None
 
 
+def _owned(key: str, owner: str) -> bool:
+    """Whether the hold at `key` is `owner`'s (a request that died holding it), renewed if so. Only one
+    request runs with one Idempotency-Key at a time, so nobody else renews or drops it meanwhile."""
+    hold = cache.get(key) if owner else None
+    if not hold or hold[1] != owner:
+        return False
+    cache.set(key, (time.time() + settings.LEADS_PROTOTYPE_HOLD_SECONDS, owner), settings.LEADS_PROTOTYPE_HOLD_SECONDS)
+    return True
+
+
 def prototype_buckets_extend(*, email: str | None, ip: str | None) -> None:
     """The prototype is still being worked on: its hold lasts another LEADS_PROTOTYPE_HOLD_SECONDS."""
     hold_seconds = settings.LEADS_PROTOTYPE_HOLD_SECONDS
     for bucket, value in _identifiers(email=email, ip=ip):
         key = _bucket_key(bucket, value, "hold")
-        # set, not touch: the value is the hold's end, which the lookup reports as retryAfter.
-        if cache.get(key) is not None:
-            cache.set(key, time.time() + hold_seconds, hold_seconds)
+        # set, not touch: the value holds the hold's end, which the lookup reports as retryAfter.
+        if (hold := cache.get(key)) is not None:
+            cache.set(key, (time.time() + hold_seconds, hold[1]), hold_seconds)
 
 
 def prototype_buckets_release(*, email: str | None, ip: str | None) -> None:

@@ -438,6 +438,20 @@ def test_a_retry_runs_a_request_whose_process_died_before_saving_its_lead(client
 
 
 @pytest.mark.django_db(transaction=True)
+def test_a_retry_of_a_prototype_request_that_died_holding_its_hold_gets_the_prototype(client):
+    post_lead(client, submission(serviceType="diagnostic"), HTTP_IDEMPOTENCY_KEY="died-3")
+    Lead.objects.all().delete()  # the dead request never saved it; the prototype hold it took stayed behind
+    _dead_request_left("died-3")
+
+    again = post_lead(client, submission(serviceType="diagnostic"), HTTP_IDEMPOTENCY_KEY="died-3")
+
+    assert again.status_code == 200, again.content
+    assert Lead.objects.get().prototype is not None
+    other = post_lead(client, submission(serviceType="diagnostic"), HTTP_IDEMPOTENCY_KEY="another")
+    assert other.status_code == 429 and other.json()["error"]["code"] == "prototype_in_progress"
+
+
+@pytest.mark.django_db(transaction=True)
 def test_a_retry_answers_with_the_lead_a_dead_request_saved_and_creates_no_second(client):
     first = post_lead(client, submission(), HTTP_IDEMPOTENCY_KEY="died-2")
     lead = Lead.objects.get()
