@@ -396,7 +396,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=0, help="the implicit-TLS IMAP port (default: a free one)")
     parser.add_argument("--interval", type=float, default=INTERVAL, help="seconds between lead emails")
     args = parser.parse_args(argv)
-    signal.signal(signal.SIGTERM, signal.default_int_handler)  # stopped by honcho or kill as by Ctrl-C
+    # Stopped by Ctrl-C, honcho or kill alike; SIGINT set too, as a shell's background job inherits it ignored.
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, signal.default_int_handler)
     mailbox = Mailbox(args.dir, port=args.port, interval=args.interval)
     with contextlib.suppress(KeyboardInterrupt), mailbox:
         for name, value in mailbox.settings().items():
