@@ -42,7 +42,8 @@ def test_a_long_but_plausible_header_still_parses():
 def test_header_lines_in_a_part_and_short_lines_are_bounded_too():
     for raw in (part_header_lines(), short_lines()):
         seconds, parsed = cpu_seconds(parse_lead_email, raw)
-        assert seconds < 0.2
+        # About 0.05 s here on a quiet host, 0.4 s seen on a busy one; the unbounded parser took 0.9 and 1.7 s.
+        assert seconds < 0.6
         assert parsed.subject == "New Web Lead: Jane Doe"
     assert parse_lead_email(short_lines()).first_name == "Jane"  # the lead comes before the lines
 
