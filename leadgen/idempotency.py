@@ -102,7 +102,7 @@ def _lock_id(scope: str, caller: str, key: str) -> int:
 def idempotency_owner(*, scope: str, caller: str, key: str) -> str:
     """An opaque name of whichever request holds this key (no key, caller or PII in it): for state the request
     keeps outside the database, which a retry taking a dead request over must know as its own."""
-    return f"{_lock_id(scope, caller, key) & 0xFFFFFFFFFFFFFFFF:016x}"
+    return str(_lock_id(scope, caller, key))
 
 
 def _owner_lock(scope: str, caller: str, key: str) -> bool:

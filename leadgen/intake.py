@@ -63,7 +63,7 @@ def lead_intake(
         _recaptcha_check(recaptcha_token, client_ip=client_ip)
 
     holds_prototype = is_prototype_eligible(fields.get("service_type", ""))
-    owner = idempotency_owner(**reservation) if reservation else ""
+    owner = idempotency_owner(**reservation) if holds_prototype and reservation else ""
     if holds_prototype and (refusal := prototype_buckets_hold(email=fields["email"], ip=client_ip, owner=owner)):
         raise IntakeRefused(
             code=refusal.code,

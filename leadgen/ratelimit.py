@@ -30,6 +30,7 @@ class BucketState:
     used: int
     limit: int
     retry_after: int | None  # seconds until this bucket would accept a new prototype
+    holder: str = ""  # the owner its hold was taken for, while in progress ("": none named)
 
     @property
     def blocked(self) -> bool:
@@ -55,8 +56,7 @@ def _identifiers(*, email: str | None, ip: str | None) -> list[tuple[str, str]]:
 
 def _state(bucket: str, identifier: str, now: float) -> BucketState:
     values = cache.get_many([_bucket_key(bucket, identifier, part) for part in ("hold", "count", "window_ends")])
-    hold = values.get(_bucket_key(bucket, identifier, "hold"))  # (ends, owner)
-    hold_ends = hold[0] if hold else None
+    hold_ends, holder = values.get(_bucket_key(bucket, identifier, "hold"), (None, ""))
     used = values.get(_bucket_key(bucket, identifier, "count"), 0)
     window_ends = values.get(_bucket_key(bucket, identifier, "window_ends"))
     limit = settings.LEADS_PROTOTYPE_QUOTA
@@ -65,7 +65,8 @@ def _state(bucket: str, identifier: str, now: float) -> BucketState:
         retry_after = int(hold_ends - now) + 1
     elif used >= limit and window_ends:
         retry_after = int(window_ends - now) + 1
-    return BucketState(in_progress=bool(hold_ends and hold_ends > now), used=used, limit=limit, retry_after=retry_after)
+    in_progress = bool(hold_ends and hold_ends > now)
+    return BucketState(in_progress, used, limit, retry_after, holder if in_progress else "")
 
 
 def prototype_buckets_state(*, email: str | None, ip: str | None) -> dict[str, BucketState]:
@@ -81,10 +82,13 @@ def prototype_buckets_hold(*, email: str | None, ip: str | None, owner: str = ""
     taken = []
     for bucket, value in _identifiers(email=email, ip=ip):
         state = _state(bucket, value, now)
-        key = _bucket_key(bucket, value, "hold")
+        key, hold = _bucket_key(bucket, value, "hold"), (now + hold_seconds, owner)
+        mine = bool(owner) and state.holder == owner  # left by a request under this key that died
         if state.used >= state.limit and state.retry_after:
             refusal = BucketRefusal("prototype_quota_exceeded", bucket, state.retry_after)
-        elif cache.add(key, (now + hold_seconds, owner), hold_seconds) or _owned(key, owner):
+        elif mine or cache.add(key, hold, hold_seconds):
+            if mine:  # renewed: leadgen.idempotency lets one request of a key run at a time, so it is still ours
+                cache.set(key, hold, hold_seconds)
             taken.append((bucket, value))
             continue
         else:
@@ -92,16 +96,6 @@ def prototype_buckets_hold(*, email: str | None, ip: str | None, owner: str = ""
         cache.delete_many([_bucket_key(b, v, "hold") for b, v in taken])
         return refusal
     return None
-
-
-def _owned(key: str, owner: str) -> bool:
-    """Whether the hold at `key` is `owner`'s (a request that died holding it), renewed if so. Only one
-    request runs with one Idempotency-Key at a time, so nobody else renews or drops it meanwhile."""
-    hold = cache.get(key) if owner else None
-    if not hold or hold[1] != owner:
-        return False
-    cache.set(key, (time.time() + settings.LEADS_PROTOTYPE_HOLD_SECONDS, owner), settings.LEADS_PROTOTYPE_HOLD_SECONDS)
-    return True
 
 
 def prototype_buckets_extend(*, email: str | None, ip: str | None) -> None:
