@@ -18,6 +18,7 @@ from prototypes.models import Prototype, PrototypeEvent
 from sources import platforms
 from sources.models import InboundLead, InboundRequest, InboundSource
 from stores.models import Store
+from tests.browser import ensure_staff_groups
 from tracking.models import EmailLead, Mailbox
 
 FILLED = (
@@ -31,6 +32,7 @@ def loaded(django_db_setup, django_db_blocker):
     """One office for the module, committed: each test's own changes roll back, and the tables are emptied
     when the module ends, as a transactional test leaves them."""
     with django_db_blocker.unblock():
+        ensure_staff_groups()  # migrate's groups: a transactional test run before on this worker flushed them
         out = io.StringIO()
         call_command("load_demo", stdout=out)
         yield out.getvalue()
