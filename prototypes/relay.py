@@ -134,14 +134,17 @@ class Relays:
 
     def __init__(self):
         self._tasks: dict[int, asyncio.Task] = {}
+        # Every relay task until it ends, its hand-over included (it has left `_tasks` by then).
+        self._running: set[asyncio.Task] = set()
         self._handover_slots: tuple[asyncio.AbstractEventLoop, asyncio.Semaphore] | None = None
 
     def ensure(self, prototype_id: int) -> None:
         if prototype_id in self._tasks:
             return
-        self._tasks[prototype_id] = asyncio.get_running_loop().create_task(
-            self._relay(prototype_id), name=f"prototype-relay-{prototype_id}"
-        )
+        task = asyncio.get_running_loop().create_task(self._relay(prototype_id), name=f"prototype-relay-{prototype_id}")
+        self._tasks[prototype_id] = task
+        self._running.add(task)
+        task.add_done_callback(self._running.discard)
 
     async def _relay(self, prototype_id: int) -> None:
         log = logger.bind(prototype_id=prototype_id)
@@ -236,9 +239,10 @@ class Relays:
                 renew_at = time.monotonic() + RELAY_LEASE_SECONDS / 3
 
     async def wait_all(self) -> None:
-        """For tests and shutdown: until the running relays have finished."""
-        while self._tasks:
-            await asyncio.gather(*list(self._tasks.values()), return_exceptions=True)
+        """For tests and shutdown: until the running relays have finished, their hand-overs' checks included
+        (which run on a thread that would otherwise still write after the caller went on)."""
+        while self._running:
+            await asyncio.gather(*self._running, return_exceptions=True)
 
 
 relays = Relays()
