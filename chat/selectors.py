@@ -54,9 +54,14 @@ def chat_sessions_started_counts(*, start, end, store_ids=None) -> dict:
     return sessions.aggregate(chats=Count("pk"), with_lead=Count("pk", filter=Q(lead__isnull=False)))
 
 
-def chat_sessions_linked(*, lead_id: int) -> list[ChatSession]:
-    """The conversations that produced a lead, without their messages: the session ids and when each began."""
-    return list(ChatSession.objects.filter(lead_id=lead_id).only("session_id", "first_seen_at").order_by("pk"))
+def chat_sessions_linked(*, lead_ids) -> dict[int, list[ChatSession]]:
+    """The conversations that produced each of these leads, without their messages: the session ids and when
+    each began, in order, by lead id."""
+    sessions = ChatSession.objects.filter(lead_id__in=lead_ids).only("session_id", "first_seen_at", "lead_id")
+    linked: dict[int, list[ChatSession]] = {}
+    for session in sessions.order_by("pk"):
+        linked.setdefault(session.lead_id, []).append(session)
+    return linked
 
 
 def chat_sessions_of_leads(*, lead_ids) -> list[ChatSession]:

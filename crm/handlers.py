@@ -5,7 +5,7 @@ from django.db import DatabaseError
 from crm import escalation, services
 from crm.intake import LEAD_CREATED
 from foundation.db import describe_db_error
-from jobs import PermanentError, TransientError, handler
+from jobs import PermanentError, TransientError, handler, handler_of_many
 from leadgen.selectors import LeadNotFound
 from leadgen.services import LEAD_ARRIVED
 
@@ -21,6 +21,15 @@ def lead_created(job):
         raise PermanentError(str(exc)) from exc
     except DatabaseError as exc:
         raise TransientError(f"crm write failed: {describe_db_error(exc)}") from exc
+
+
+@handler_of_many(LEAD_CREATED)
+@handler_of_many(LEAD_ARRIVED)
+def leads_created(jobs) -> list:
+    """The leads of several jobs in one transaction; a lead that cannot be processed is left to `lead_created`,
+    which gives its job the outcome that says why."""
+    outcomes = services.leads_created_process(lead_ids=[job.payload["lead_id"] for job in jobs])
+    return [job for job in jobs if isinstance(outcomes[job.payload["lead_id"]], Exception)]
 
 
 @handler(escalation.ESCALATE_KIND)

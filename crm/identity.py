@@ -14,6 +14,7 @@ that key's lock (`identity_lock`); the partial unique indexes of Contact are the
 """
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -25,7 +26,7 @@ from django.db.models.functions import Coalesce, Greatest
 from django.utils import timezone
 
 from crm.models import Contact
-from foundation.db import insert_on_conflict
+from foundation.db import insert_many_on_conflict
 
 # Filled when empty, never overwritten; the email and the phone only when no other contact of the store has them.
 FILLED_FIELDS = ("email", "phone", "first_name", "last_name", "company", "franchise", "account_id")
@@ -73,15 +74,16 @@ def _lock_id(store_id: int | None, kind: str, value: str) -> int:
     return int.from_bytes(digest, "big", signed=True)
 
 
-def identity_lock(*, store_id: int | None, emails=(), phones=()) -> None:
-    """Lock these keys of the store (None: the shared pool) until the transaction ends.
+def _lock_ids(store_id: int | None, *, emails=(), phones=()) -> set[int]:
+    return {_lock_id(store_id, "email", email) for email in emails if email} | {
+        _lock_id(store_id, "phone", phone) for phone in phones if phone
+    }
 
-    In ascending order of the lock ids, so two transactions never wait on each other's second key.
-    """
-    ids = sorted(
-        {_lock_id(store_id, "email", email) for email in emails if email}
-        | {_lock_id(store_id, "phone", phone) for phone in phones if phone}
-    )
+
+def _locks_take(ids) -> None:
+    """Advisory locks on `ids` until the transaction ends, in ascending order, so two transactions never wait on
+    each other's second key."""
+    ids = sorted(ids)
     if not ids:
         return
     with connection.cursor() as cursor:
@@ -89,44 +91,96 @@ def identity_lock(*, store_id: int | None, emails=(), phones=()) -> None:
         cursor.execute("SELECT " + ", ".join(["pg_advisory_xact_lock(%s)"] * len(ids)), ids)
 
 
+def identity_lock(*, store_id: int | None, emails=(), phones=()) -> None:
+    """Lock these keys of the store (None: the shared pool) until the transaction ends."""
+    _locks_take(_lock_ids(store_id, emails=emails, phones=phones))
+
+
 def _in_store(store_id: int | None) -> Q:
     return Q(store_id=store_id) if store_id is not None else Q(store__isnull=True)
 
 
-def contact_resolve(*, store_id: int | None, person: Person, seen_at: datetime) -> int:
-    """The id of the contact `person` is at the store (None: the shared pool), created or completed.
+Arrival = tuple[int | None, Person, datetime]  # (store id or None for the shared pool, who, seen at)
 
-    `seen_at`: when they were seen (the lead's arrival); the contact's last activity moves up to it, never back.
+
+def _rounds(arrivals: Sequence[Arrival]) -> list[list[int]]:
+    """The arrivals' positions in rounds: an arrival goes in the round after the last one holding any of its keys,
+    so arrivals that share a key resolve one after the other, in order, and the rest together."""
+    rounds: list[list[int]] = []
+    last: dict[tuple, int] = {}
+    for position, (store_id, person, _) in enumerate(arrivals):
+        keys = [(store_id, kind, value) for kind, value in (("email", person.email), ("phone", person.phone)) if value]
+        number = 1 + max((last[key] for key in keys if key in last), default=-1)
+        if number == len(rounds):
+            rounds.append([])
+        rounds[number].append(position)
+        last.update(dict.fromkeys(keys, number))
+    return rounds
+
+
+def contacts_resolve(arrivals: Sequence[Arrival]) -> list[int]:
+    """The id of the contact each arrival's person is at its store (None: the shared pool), created or completed.
+
+    `seen at`: when they were seen (a lead's arrival); the contact's last activity moves up to it, never back.
     Must run in a transaction (the keys' locks are held until it ends). Writes only what changes: resolving the
-    same arrival again leaves the contact exactly as it was.
+    same arrival again leaves the contact exactly as it was. The result is what resolving the arrivals one after
+    another would give; the keys are locked, the contacts read and the new ones inserted once per round
+    (`_rounds`), not once per arrival.
     """
-    if not (person.email or person.phone):
-        raise ValueError("a contact is known by an email or a phone")
-    identity_lock(store_id=store_id, emails=[person.email], phones=[person.phone])
-    keys = Q()
-    if person.email:
-        keys |= Q(email=person.email)
-    if person.phone:
-        keys |= Q(phone=person.phone)
-    matches = list(Contact.objects.filter(_in_store(store_id), keys).values("pk", "email", "phone"))
-    by_email = next((c for c in matches if person.email and c["email"] == person.email), None)
-    by_phone = next((c for c in matches if person.phone and c["phone"] == person.phone), None)
-    found = by_email or by_phone
-    if found is None:
-        contact = Contact(
-            store_id=store_id, **person.values(), last_activity_at=seen_at,
-            lifecycle_stage=Contact.LifecycleStage.LEAD, lead_status=Contact.LeadStatus.NEW,
-        )  # fmt: skip
-        # A plain INSERT: under the keys' locks nobody else writes them, and a unique index that still
-        # objects (a writer that skipped the locks) fails the transaction, to be retried.
-        return insert_on_conflict(contact, on_conflict="", returning="id")[0]
-    fills = person.values()
-    if by_email is not None:
-        fills.pop("email")  # it has it
-    if by_phone is not None:
-        fills.pop("phone")  # it has it, or another contact does (a likely duplicate, left for staff)
-    _contact_complete(found["pk"], {name: value for name, value in fills.items() if value}, seen_at)
-    return found["pk"]
+    for _, person, _ in arrivals:
+        if not (person.email or person.phone):
+            raise ValueError("a contact is known by an email or a phone")
+    _locks_take(set().union(*(_lock_ids(s, emails=[p.email], phones=[p.phone]) for s, p, _ in arrivals)))
+    resolved: list[int] = [0] * len(arrivals)
+    for positions in _rounds(arrivals):
+        _round_resolve([arrivals[position] for position in positions], positions, resolved)
+    return resolved
+
+
+def _round_resolve(arrivals: list[Arrival], positions: list[int], resolved: list[int]) -> None:
+    """Arrivals that share no key, resolved together into `resolved` at their positions."""
+    wanted = Q()
+    for store_id, person, _ in arrivals:
+        keys = Q()
+        if person.email:
+            keys |= Q(email=person.email)
+        if person.phone:
+            keys |= Q(phone=person.phone)
+        wanted |= _in_store(store_id) & keys
+    # Most recently active first (Contact's ordering): of several matches, that one is the person.
+    matches = list(Contact.objects.filter(wanted).values("pk", "store_id", "email", "phone"))
+    new = []
+    for position, (store_id, person, seen_at) in zip(positions, arrivals, strict=True):
+        of_store = [c for c in matches if c["store_id"] == store_id]
+        by_email = next((c for c in of_store if person.email and c["email"] == person.email), None)
+        by_phone = next((c for c in of_store if person.phone and c["phone"] == person.phone), None)
+        found = by_email or by_phone
+        if found is None:
+            contact = Contact(
+                store_id=store_id, **person.values(), last_activity_at=seen_at,
+                lifecycle_stage=Contact.LifecycleStage.LEAD, lead_status=Contact.LeadStatus.NEW,
+            )  # fmt: skip
+            new.append((position, contact))
+            continue
+        fills = person.values()
+        if by_email is not None:
+            fills.pop("email")  # it has it
+        if by_phone is not None:
+            fills.pop("phone")  # it has it, or another contact does (a likely duplicate, left for staff)
+        _contact_complete(found["pk"], {name: value for name, value in fills.items() if value}, seen_at)
+        resolved[position] = found["pk"]
+    # A plain INSERT: under the keys' locks nobody else writes them, and a unique index that still objects
+    # (a writer that skipped the locks) fails the transaction, to be retried. Matched on their keys: within a
+    # round, no two new contacts share one.
+    rows = insert_many_on_conflict([c for _, c in new], on_conflict="", returning="id, store_id, email, phone")
+    ids = {(store_id, email, phone): pk for pk, store_id, email, phone in rows}
+    for position, contact in new:
+        resolved[position] = ids[(contact.store_id, contact.email, contact.phone)]
+
+
+def contact_resolve(*, store_id: int | None, person: Person, seen_at: datetime) -> int:
+    """`contacts_resolve` of one arrival."""
+    return contacts_resolve([(store_id, person, seen_at)])[0]
 
 
 def _contact_complete(contact_id: int, fills: dict[str, str], seen_at: datetime) -> None:

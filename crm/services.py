@@ -13,12 +13,12 @@ from django.db.models import Q
 from django.utils import timezone
 
 from chat import selectors as chat_selectors
-from crm.assignment import task_owner_pick
-from crm.identity import Person, contact_resolve, email_key, phone_key
+from crm.assignment import task_owners_pick
+from crm.identity import Person, contact_resolve, contacts_resolve, email_key, phone_key
 from crm.intake import lead_created_emit, lead_created_missing_fields
 from crm.models import Contact, Task, TimelineEvent
 from crm.sla import outreach_due_at
-from foundation.db import insert_many_on_conflict, insert_on_conflict
+from foundation.db import insert_many_on_conflict, insert_on_conflict, update_many
 from leadgen import selectors as lead_selectors
 
 logger = structlog.get_logger(__name__)
@@ -83,11 +83,9 @@ def _outreach_due_at(store, arrived_at: datetime) -> datetime:
     )
 
 
-def _outreach_task_insert(lead, person: Person, contact_id: int, arrived_at) -> bool:
-    """One high-priority outreach task per lead, and none while the contact has one pending; its owner is picked
-    (by rule, else round-robin) only once it is written, so a lead that adds no task takes nobody's turn."""
+def _outreach_task(lead, person: Person, contact_id: int, arrived_at) -> Task:
     reason = f"New {lead.lead_type or lead.get_service_type_display() or 'lead'} from {lead.full_name or 'unknown'}"
-    task = Task(
+    return Task(
         contact_id=contact_id,
         store_id=lead.store_id,
         franchise=person.franchise,
@@ -105,14 +103,25 @@ def _outreach_task_insert(lead, person: Person, contact_id: int, arrived_at) -> 
         suggested_actions=_suggested_actions(),
         due_at=_outreach_due_at(lead.store, arrived_at),
     )
+
+
+def _outreach_tasks_insert(arrivals: list[tuple], contact_ids: dict[int, int]) -> set[int]:
+    """One high-priority outreach task per lead, and none while the contact has one pending (the earlier lead's
+    wins); owners are picked (by rule, else round-robin) only for the tasks written, in the leads' order, so a
+    lead that adds no task takes nobody's turn. The ids of the leads whose task was written."""
+    tasks = [_outreach_task(lead, person, contact_ids[lead.pk], arrived) for lead, person, arrived in arrivals]
     # DO NOTHING covers both unique constraints: per source lead, and one pending task per contact.
-    written = insert_on_conflict(task, on_conflict="ON CONFLICT DO NOTHING", returning="id")
-    if written is None:
-        return False
-    owner_id = task_owner_pick(store_id=lead.store_id, service_type=lead.service_type, channel=lead.channel)
-    if owner_id is not None:
-        Task.objects.filter(pk=written[0]).update(assigned_to_id=owner_id)
-    return True
+    written = {lead_id for (lead_id,) in insert_many_on_conflict(
+        tasks, on_conflict="ON CONFLICT DO NOTHING", returning="source_lead_id"
+    )}  # fmt: skip
+    tasks = [task for task in tasks if task.source_lead_id in written]
+    leads = {lead.pk: lead for lead, _, _ in arrivals}
+    picks = [(task.store_id, leads[task.source_lead_id].service_type, leads[task.source_lead_id].channel)
+             for task in tasks]  # fmt: skip
+    for task, owner_id in zip(tasks, task_owners_pick(picks), strict=True):
+        task.assigned_to_id = owner_id
+    update_many([task for task in tasks if task.assigned_to_id is not None], ["assigned_to"])
+    return written
 
 
 def _event(*, contact_id: int, store_id, person: Person, event_type: str, category: str, entity_type: str,
@@ -124,7 +133,7 @@ def _event(*, contact_id: int, store_id, person: Person, event_type: str, catego
     )  # fmt: skip
 
 
-def _lead_events(lead, person: Person, contact_id: int, arrived_at) -> list[TimelineEvent]:
+def _lead_events(lead, person: Person, contact_id: int, arrived_at, sessions) -> list[TimelineEvent]:
     """The lead's arrival (its channel, type and names) and the chats that produced it (their ids). The page
     reads the answers and the transcripts from their own rows: no copy of them is kept here."""
     values = {"channel": lead.channel, "leadType": lead.lead_type, "firstName": lead.first_name,
@@ -147,16 +156,17 @@ def _lead_events(lead, person: Person, contact_id: int, arrived_at) -> list[Time
                 new_value={"sessionId": session.session_id, "leadId": lead.pk},
                 key=f"{CHAT_LINKED_EVENT}:{session.pk}",
             )
-            for session in chat_selectors.chat_sessions_linked(lead_id=lead.pk)
+            for session in sessions
         ]  # fmt: skip
     return events
 
 
-def _lead_contact_id(lead) -> int | None:
-    """The contact a lead joined when it was processed before: it stays there (a merge moves it with its events),
-    so a replay never resolves it again into a contact since merged away."""
-    joined = TimelineEvent.objects.filter(idempotency_key=f"{LEAD_CREATED_EVENT}:{lead.pk}")
-    return joined.values_list("contact_id", flat=True).first()
+def _leads_contact_ids(lead_ids: list[int]) -> dict[int, int]:
+    """The contacts leads joined when they were processed before: they stay there (a merge moves them with their
+    events), so a replay never resolves them again into a contact since merged away."""
+    keys = {f"{LEAD_CREATED_EVENT}:{lead_id}": lead_id for lead_id in lead_ids}
+    joined = TimelineEvent.objects.filter(idempotency_key__in=keys).values_list("idempotency_key", "contact_id")
+    return {keys[key]: contact_id for key, contact_id in joined}
 
 
 def lead_created_process(*, lead_id: int) -> LeadProcessed:
@@ -165,28 +175,60 @@ def lead_created_process(*, lead_id: int) -> LeadProcessed:
     works, an outreach task with the SLA and quiet hours of its store and an owner. One transaction.
 
     Every write is an insert-if-absent or a forward-only update, so processing
-    the same lead again, at the same time or later, changes nothing.
+    the same lead again, at the same time or later, changes nothing. Raises
+    LeadNotFound, or LeadIncomplete for a lead without a phone or an email.
     """
+    outcome = leads_created_process(lead_ids=[lead_id])[lead_id]
+    if isinstance(outcome, Exception):
+        raise outcome
+    return outcome
+
+
+def leads_created_process(*, lead_ids) -> dict[int, LeadProcessed | Exception]:
+    """`lead_created_process` of several leads in one transaction, with what processing them one after another
+    would give, in a few statements for them all rather than a dozen each. A lead that does not exist or lacks
+    what a contact needs gets its exception (LeadNotFound, LeadIncomplete) as its outcome, and writes nothing."""
+    lead_ids = list(dict.fromkeys(lead_ids))
+    outcomes: dict[int, LeadProcessed | Exception] = {}
+    arrivals = []  # (lead, person, arrived at) of the leads processed
+    contact_ids: dict[int, int] = {}
+    with_task: set[int] = set()
     with transaction.atomic():
-        lead = lead_selectors.lead_for_processing(lead_id=lead_id, fields=LEAD_FIELDS, store_fields=STORE_FIELDS)
-        if lead.is_test or lead.status != QUALIFIED_STATUS:
-            logger.info("lead_not_processed", lead_id=lead_id, status=lead.status, is_test=lead.is_test)
-            return LeadProcessed(contact_id=None, task_created=False)
-        missing = lead_created_missing_fields(lead)
-        if missing:
-            raise LeadIncomplete(f"lead {lead_id} lacks {', '.join(missing)}")
-        person = _lead_person(lead)
-        if not (person.email or person.phone):
-            raise LeadIncomplete(f"lead {lead_id} lacks a valid phone or email")
-        # The time the lead arrived, not now: a lead processed late must not look fresh.
-        arrived_at = lead.received_at or lead.created_at
-        contact_id = _lead_contact_id(lead) or contact_resolve(store_id=lead.store_id, person=person,
-                                                               seen_at=arrived_at)  # fmt: skip
-        task_created = _outreach_task_insert(lead, person, contact_id, arrived_at)
-        events = _lead_events(lead, person, contact_id, arrived_at)
-        insert_many_on_conflict(events, on_conflict="ON CONFLICT DO NOTHING")  # their keys: a replay adds none
-    logger.info("lead_processed", lead_id=lead_id, contact_id=contact_id, task_created=task_created)
-    return LeadProcessed(contact_id=contact_id, task_created=task_created)
+        leads = lead_selectors.leads_for_processing(lead_ids=lead_ids, fields=LEAD_FIELDS, store_fields=STORE_FIELDS)
+        for lead_id in lead_ids:
+            lead = leads.get(lead_id)
+            if lead is None:
+                outcomes[lead_id] = lead_selectors.LeadNotFound(f"lead {lead_id} does not exist")
+            elif lead.is_test or lead.status != QUALIFIED_STATUS:
+                logger.info("lead_not_processed", lead_id=lead_id, status=lead.status, is_test=lead.is_test)
+                outcomes[lead_id] = LeadProcessed(contact_id=None, task_created=False)
+            elif missing := lead_created_missing_fields(lead):
+                outcomes[lead_id] = LeadIncomplete(f"lead {lead_id} lacks {', '.join(missing)}")
+            elif not ((person := _lead_person(lead)).email or person.phone):
+                outcomes[lead_id] = LeadIncomplete(f"lead {lead_id} lacks a valid phone or email")
+            else:
+                # The time the lead arrived, not now: a lead processed late must not look fresh.
+                arrivals.append((lead, person, lead.received_at or lead.created_at))
+        if arrivals:
+            contact_ids |= _leads_contact_ids([lead.pk for lead, _, _ in arrivals])
+            unresolved = [arrival for arrival in arrivals if arrival[0].pk not in contact_ids]
+            resolved = contacts_resolve([(lead.store_id, person, arrived) for lead, person, arrived in unresolved])
+            contact_ids |= {lead.pk: contact_id for (lead, _, _), contact_id in zip(unresolved, resolved, strict=True)}
+            with_task = _outreach_tasks_insert(arrivals, contact_ids)
+            chat_leads = [lead.pk for lead, _, _ in arrivals if lead.channel != EMAIL_CHANNEL]
+            sessions = chat_selectors.chat_sessions_linked(lead_ids=chat_leads) if chat_leads else {}
+            events = [
+                event
+                for lead, person, arrived in arrivals
+                for event in _lead_events(lead, person, contact_ids[lead.pk], arrived, sessions.get(lead.pk, []))
+            ]
+            insert_many_on_conflict(events, on_conflict="ON CONFLICT DO NOTHING")  # their keys: a replay adds none
+    for lead, _, _ in arrivals:
+        outcomes[lead.pk] = LeadProcessed(contact_id=contact_ids[lead.pk], task_created=lead.pk in with_task)
+        logger.info(
+            "lead_processed", lead_id=lead.pk, contact_id=contact_ids[lead.pk], task_created=lead.pk in with_task
+        )
+    return outcomes
 
 
 def docs_sign_in_record(*, tracked_user_id: int, email: str, first_name: str, last_name: str, company: str,
@@ -300,8 +342,14 @@ def tasks_mark_done(*, task_ids, actor: str) -> int:
         )
         TimelineEvent.objects.bulk_create(
             [
-                _task_event(task, event_type=TASK_DONE_EVENT, key=f"{TASK_DONE_EVENT}:{task.pk}", actor=actor,
-                            now=now, reason="")
+                _task_event(
+                    task,
+                    event_type=TASK_DONE_EVENT,
+                    key=f"{TASK_DONE_EVENT}:{task.pk}",
+                    actor=actor,
+                    now=now,
+                    reason="",
+                )
                 for task in tasks
             ],  # fmt: skip
             ignore_conflicts=True,

@@ -12,7 +12,7 @@ models can be.
 
 from jobs.errors import PermanentError, SkipJob, TransientError
 from jobs.kinds import DEAD_ALERT_KIND
-from jobs.registry import handler, registered_kinds
+from jobs.registry import handler, handler_of_many, registered_kinds
 from jobs.spec import ROW_ID, JobSpec
 
 __all__ = [
@@ -32,6 +32,7 @@ __all__ = [
     "enqueue_many",
     "enqueue_many_with_row",
     "handler",
+    "handler_of_many",
     "has_unfinished",
     "health_by_kind",
     "job_with_key",

@@ -7,7 +7,9 @@ number), so a long job is not reclaimed from a live worker. Finishing is fenced
 on the attempt number too, so a worker whose lease was taken away cannot
 overwrite the outcome of the attempt that replaced it. Claim and finish run
 once per job: a job's finish and the claim of the next job of its run message
-are one statement (bench/jobs measures them).
+are one statement (bench/jobs measures them). The jobs of a run message whose
+kind has a handler of many (registry.handler_of_many), when the message starts
+with one, are claimed in one statement, run by one call and finished in one.
 """
 
 import functools
@@ -30,7 +32,7 @@ from jobs.errors import PermanentError, SkipJob, TransientError
 from jobs.heartbeat import lease_heartbeat
 from jobs.kinds import DEAD_ALERT_KIND
 from jobs.models import Job, JobAttempt
-from jobs.registry import concurrency_limit, get_handler
+from jobs.registry import concurrency_limit, get_handler, get_handler_of_many
 from jobs.selectors import LAST_SWEEP_CACHE_KEY
 from jobs.services import job_enqueue, redispatch_after
 
@@ -124,7 +126,9 @@ def job_run(*, job_id) -> Job | None:
 
 
 def jobs_run(*, job_ids) -> None:
-    """The jobs of one run message, in order, each claimed when its turn comes.
+    """The jobs of one run message, in order, each claimed when its turn comes; when the first one's
+    kind has a handler of many and the message holds more of that kind, those first, together
+    (_jobs_run_together).
 
     A job's finish and the claim of the next one are one statement (_job_finish_and_claim),
     so a job costs one round trip to the database beside its handler's own; the claim
@@ -134,6 +138,19 @@ def jobs_run(*, job_ids) -> None:
     """
     job_ids = list(job_ids)
     claimed, claim_tried = None, False  # the next job, as claimed by the previous finish
+    if len(job_ids) > 1:
+        try:
+            claimed, claim_tried = job_claim(job_id=job_ids[0]), True
+        except Exception:
+            logger.exception("job_run_failed", job_id=job_ids[0])
+            close_old_connections()
+            job_ids = job_ids[1:]
+        together = claimed is not None and get_handler_of_many(claimed.kind) is not None
+        if together and (others := _jobs_claim_of_kind(claimed.kind, job_ids[1:])):
+            _jobs_run_together([claimed, *others])
+            taken = {job.pk for job in others}
+            job_ids = [job_id for job_id in job_ids[1:] if job_id not in taken]
+            claimed, claim_tried = None, False
     for position, job_id in enumerate(job_ids):
         next_id = job_ids[position + 1] if position + 1 < len(job_ids) else None
         if next_id == job_id:
@@ -149,6 +166,98 @@ def jobs_run(*, job_ids) -> None:
             claimed, claim_tried = None, False
             logger.exception("job_run_failed", job_id=job_id)
             close_old_connections()  # a broken connection is not handed to the next job
+
+
+@functools.cache
+def _claim_many_sql() -> str:
+    """pending -> running for those of a list of job ids that are of one kind, returning the rows."""
+    return (
+        f"UPDATE {connection.ops.quote_name(Job._meta.db_table)} SET status = %s, attempts = attempts + 1,"
+        " started_at = %s, lease_expires_at = %s, updated_at = %s"
+        " WHERE id = ANY(%s) AND kind = %s AND status = %s AND run_after <= %s RETURNING {columns}"
+    )
+
+
+def _jobs_claim_of_kind(kind: str, job_ids: list[int]) -> list[Job]:
+    """Those of `job_ids` that are jobs of `kind`, claimed in one statement, in the order of `job_ids`."""
+    now = timezone.now()
+    dt = connection.ops.adapt_datetimefield_value
+    lease_expires = dt(now + timedelta(seconds=settings.JOBS_LEASE_SECONDS))
+    params = [Job.Status.RUNNING, dt(now), lease_expires, dt(now), job_ids, kind, Job.Status.PENDING, dt(now)]
+    try:
+        claimed = fetch_models(Job, _claim_many_sql(), params)
+    except Exception:  # they are claimed one at a time instead
+        logger.exception("job_run_failed", job_ids=job_ids)
+        close_old_connections()
+        return []
+    return sorted(claimed, key=lambda job: job_ids.index(job.pk))
+
+
+def _jobs_run_together(jobs: list[Job]) -> None:
+    """Claimed jobs of one kind, run by its handler of many (_jobs_attempt_together), then those it left alone."""
+    for job in _jobs_attempt_together(jobs[0].kind, jobs):
+        try:
+            _job_attempt(job)
+        except Exception:
+            logger.exception("job_run_failed", job_id=job.pk)
+            close_old_connections()
+
+
+def _jobs_attempt_together(kind: str, jobs: list[Job]) -> list[Job]:
+    """One call of the kind's handler of many for these claimed jobs, and the finish of those it did; the jobs
+    it left (all of them, when it failed), to run one at a time."""
+    started = time.monotonic()
+    running = [lease_heartbeat.register(job) for job in jobs]
+    try:
+        left = list(get_handler_of_many(kind)(jobs))
+    except Exception as exc:
+        logger.warning("jobs_run_together_failed", kind=kind, count=len(jobs), error=type(exc).__name__)
+        return jobs
+    finally:
+        for each in running:
+            lease_heartbeat.unregister(each)
+    left_ids = {job.pk for job in left}
+    done = [job for job in jobs if job.pk not in left_ids]
+    duration_ms = int((time.monotonic() - started) * 1000)
+    finished = _jobs_finish_succeeded(done, duration_ms=duration_ms)
+    for job in done:
+        about = {"job_id": job.pk, "kind": job.kind, "attempt": job.attempts, "duration_ms": duration_ms}
+        if job.pk in finished:
+            logger.info("job_finished", status=Job.Status.SUCCEEDED, retry_in=None, **about)
+        else:
+            logger.warning("job_lease_lost", **about)
+    return left
+
+
+@functools.cache
+def _finish_many_sql() -> str:
+    """running -> succeeded for (id, attempt number) pairs, fenced as _finish_sql is, with an attempt row each."""
+    q = connection.ops.quote_name
+    table = q(Job._meta.db_table)
+    return (
+        f"WITH finished AS (UPDATE {table} SET status = %s, last_error = '', lease_expires_at = NULL,"
+        " updated_at = %s, finished_at = %s FROM unnest(%s::bigint[], %s::integer[]) AS done (id, attempts)"
+        f" WHERE {table}.id = done.id AND {table}.status = %s AND {table}.attempts = done.attempts"
+        f" RETURNING {table}.id, {table}.attempts, {table}.started_at),"
+        f" attempt AS (INSERT INTO {q(JobAttempt._meta.db_table)}"
+        " (job_id, number, started_at, finished_at, outcome, error, duration_ms)"
+        " SELECT id, attempts, started_at, %s, %s, '', %s FROM finished)"
+        " SELECT id FROM finished"
+    )
+
+
+def _jobs_finish_succeeded(jobs: list[Job], *, duration_ms: int) -> set[int]:
+    """Record these attempts as succeeded in one statement; the ids whose fence held (lease not lost)."""
+    if not jobs:
+        return set()
+    now = connection.ops.adapt_datetimefield_value(timezone.now())
+    params = [
+        Job.Status.SUCCEEDED, now, now, [job.pk for job in jobs], [job.attempts for job in jobs], Job.Status.RUNNING,
+        now, JobAttempt.Outcome.SUCCEEDED, duration_ms,
+    ]  # fmt: skip
+    with connection.cursor() as cursor:
+        cursor.execute(_finish_many_sql(), params)
+        return {job_id for (job_id,) in cursor.fetchall()}
 
 
 def _job_attempt(job: Job, *, claim_next=None) -> Job | None:

@@ -31,10 +31,10 @@ def lead_jobs(*, lead: Lead):
     return jobs.jobs_with_keys(lead.job_key(kind) for kind in jobs.registered_kinds() if kind.startswith("leadgen."))
 
 
-def lead_for_processing(*, lead_id: int, fields, store_fields) -> Lead:
-    """One lead with only `fields` and its store's `store_fields`; raises LeadNotFound."""
+def leads_for_processing(*, lead_ids, fields, store_fields) -> dict[int, Lead]:
+    """These leads (those that exist) by id, with only `fields` and their stores' `store_fields`."""
     leads = Lead.objects.select_related("store").only(*fields, *(f"store__{name}" for name in store_fields))
-    return leads.get(pk=lead_id)
+    return {lead.pk: lead for lead in leads.filter(pk__in=lead_ids)}
 
 
 def email_leads_complete_since(*, since):

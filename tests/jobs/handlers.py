@@ -9,7 +9,7 @@ import time
 
 import redis
 
-from jobs import PermanentError, TransientError, handler, keep_payload_on_success
+from jobs import PermanentError, TransientError, handler, handler_of_many, keep_payload_on_success
 
 
 def runs_store():
@@ -117,3 +117,32 @@ def keep_less(job):
     """Succeeds, keeping a smaller payload than it was given."""
     keep_payload_on_success(job, {"kept": True})
     record_run(job)
+
+
+@handler("tests.together")
+def together_alone(job):
+    """One job of the kind, alone: fails for good when its payload says `permanent`, else records its run."""
+    if job.payload.get("permanent"):
+        raise PermanentError("this one needs its own outcome")
+    record_run(job)
+    runs_store().rpush(f"{job.payload['runs']}:calls", "alone")
+
+
+@handler_of_many("tests.together")
+def together(jobs):
+    """Several jobs of the kind in one call: fails as a whole when one says `fail_together`, leaves those that say
+    `permanent` to the handler, and takes away the lease of those that say `lose_lease` (another worker's claim)."""
+    from django.db.models import F
+
+    from jobs.models import Job
+
+    if any(job.payload.get("fail_together") for job in jobs):
+        raise RuntimeError("the batch's transaction failed")
+    store = runs_store()
+    store.rpush(f"{jobs[0].payload['runs']}:calls", len(jobs))
+    for job in jobs:
+        if job.payload.get("lose_lease"):
+            Job.objects.filter(pk=job.pk).update(attempts=F("attempts") + 1)
+        if not job.payload.get("permanent"):
+            record_run(job)
+    return [job for job in jobs if job.payload.get("permanent")]

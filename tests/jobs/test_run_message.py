@@ -99,3 +99,96 @@ def test_a_job_claimed_by_the_finish_before_it_keeps_its_kinds_concurrency_limit
     assert (waiting.status, waiting.attempts) == (Job.Status.PENDING, 0)
     assert waiting.run_after > timezone.now() and waiting.dispatched_at is None, "the sweep sends it again"
     assert runs.counts() == {"limit:first": 1}
+
+
+# --- kinds with a handler of many: the message's jobs of the kind in one call ----------------------------
+
+
+def together(runs, n, **payload):
+    return JobSpec("tests.together", {"runs": runs.key, **payload}, key=f"together:{n}")
+
+
+def calls(runs) -> list[str]:
+    store = runs_store()
+    made = store.lrange(f"{runs.key}:calls", 0, -1)
+    store.delete(f"{runs.key}:calls")
+    return made
+
+
+def test_a_message_of_a_kind_with_a_handler_of_many_runs_in_one_call_in_three_statements(runs):
+    made = jobs.enqueue_many([together(runs, n) for n in range(5)])
+    with CaptureQueriesContext(connection) as ctx:
+        runtime.jobs_run(job_ids=[job.pk for job in made])
+    assert len(ctx.captured_queries) == 3, "the first one's claim, the others' claim, one finish"
+    assert calls(runs) == ["5"]
+    assert runs.counts() == {f"together:{n}": 1 for n in range(5)}
+    for job in Job.objects.filter(pk__in=[job.pk for job in made]):
+        assert (job.status, job.attempts, job.lease_expires_at, job.last_error) == (Job.Status.SUCCEEDED, 1, None, "")
+        [attempt] = job.attempt_log.all()
+        assert (attempt.number, attempt.outcome, attempt.error) == (1, JobAttempt.Outcome.SUCCEEDED, "")
+        assert attempt.started_at == job.started_at and attempt.finished_at == job.finished_at
+
+
+def test_a_job_the_handler_of_many_leaves_gets_its_own_outcome_in_the_same_attempt(runs):
+    made = jobs.enqueue_many([together(runs, 0), together(runs, 1, permanent=True), together(runs, 2)])
+    runtime.jobs_run(job_ids=[job.pk for job in made])
+    assert calls(runs) == ["3"], "the handler is not called for the others again"
+    left = Job.objects.get(pk=made[1].pk)
+    assert (left.status, left.attempts) == (Job.Status.DEAD, 1)
+    assert [a.outcome for a in left.attempt_log.all()] == [JobAttempt.Outcome.FAILED]
+    assert left.last_error == "permanent: this one needs its own outcome"
+    assert Job.objects.filter(pk__in=[made[0].pk, made[2].pk], status=Job.Status.SUCCEEDED).count() == 2
+
+
+def test_when_the_handler_of_many_fails_each_job_runs_alone(runs):
+    made = jobs.enqueue_many([together(runs, 0, fail_together=True), together(runs, 1), together(runs, 2)])
+    runtime.jobs_run(job_ids=[job.pk for job in made])
+    assert calls(runs) == ["alone", "alone", "alone"]
+    assert runs.counts() == {f"together:{n}": 1 for n in range(3)}
+    for job in Job.objects.filter(pk__in=[job.pk for job in made]):
+        assert (job.status, job.attempts, job.attempt_log.count()) == (Job.Status.SUCCEEDED, 1, 1)
+
+
+def test_a_job_whose_lease_was_taken_meanwhile_is_not_finished_by_the_call_that_lost_it(runs):
+    made = jobs.enqueue_many([together(runs, 0), together(runs, 1, lose_lease=True)])
+    runtime.jobs_run(job_ids=[job.pk for job in made])
+    taken = Job.objects.get(pk=made[1].pk)
+    assert (taken.status, taken.attempts, taken.attempt_log.count()) == (Job.Status.RUNNING, 2, 0)
+    assert Job.objects.get(pk=made[0].pk).status == Job.Status.SUCCEEDED
+    calls(runs)
+
+
+def test_other_kinds_in_the_message_run_after_one_at_a_time(runs):
+    made = jobs.enqueue_many(
+        [together(runs, 0), JobSpec("tests.record", {"runs": runs.key}, key="plain:0"), together(runs, 1)]
+    )
+    made.append(jobs.enqueue("tests.record", {"runs": runs.key}, key="plain:1", dispatch=False))
+    runtime.jobs_run(job_ids=[job.pk for job in made])
+    assert calls(runs) == ["2"]
+    assert runs.counts() == {"together:0": 1, "together:1": 1, "plain:0": 1, "plain:1": 1}
+    assert set(Job.objects.filter(pk__in=[job.pk for job in made]).values_list("status", flat=True)) == {"succeeded"}
+
+
+def test_a_message_that_starts_with_another_kind_runs_one_at_a_time(runs):
+    made = jobs.enqueue_many([JobSpec("tests.record", {"runs": runs.key}, key="plain:0"), together(runs, 0)])
+    runtime.jobs_run(job_ids=[job.pk for job in made])
+    assert calls(runs) == ["alone"]
+    assert runs.counts() == {"plain:0": 1, "together:0": 1}
+
+
+def test_a_kind_that_runs_alone_or_under_a_limit_takes_no_handler_of_many():
+    with pytest.raises(ValueError, match="no handler of many"):
+        jobs.handler_of_many("tests.limited")(lambda jobs: [])
+    with pytest.raises(ValueError, match="no handler of many"):
+        jobs.handler_of_many("tests.record_alone")(lambda jobs: [])
+    with pytest.raises(ValueError, match="has a handler of many"):
+        jobs.handler("tests.together", concurrency=1)(lambda job: None)
+
+
+def test_a_message_with_one_job_of_the_kind_runs_it_with_its_handler(runs):
+    made = jobs.enqueue_many([together(runs, 0), JobSpec("tests.record", {"runs": runs.key}, key="plain:0")])
+    with CaptureQueriesContext(connection) as ctx:
+        runtime.jobs_run(job_ids=[job.pk for job in made])
+    assert len(ctx.captured_queries) == 4, "its claim, the claim of no other, its finish with the next claim, a finish"
+    assert calls(runs) == ["alone"]
+    assert runs.counts() == {"together:0": 1, "plain:0": 1}
