@@ -4,8 +4,10 @@
 
 Servers (each its own process on uvicorn, both started before the first phase):
 
-  bare   bench/mcp/bare_server.py: the SDK's server with the same tool, nothing around it;
-  ours   config.mcp_asgi, as the Procfile's `mcp` serves it: Auth0 bearer tokens (RS256, checked on every
+  bare     bench/mcp/bare_server.py: the SDK's server with the same tool, nothing around it;
+  durable  bench/mcp/durable_server.py: the same with ours' promises kept the plain way: the same bearer
+           tokens, each call recorded on the caller's profile by a database call of its own;
+  ours     config.mcp_asgi, as the Procfile's `mcp` serves it: Auth0 bearer tokens (RS256, checked on every
          request), the tool wrapper (`context` validated and stripped, the per-user rate counted in
          Redis, the call recorded in PostgreSQL).
 
@@ -13,10 +15,12 @@ The Kapa stand-in (standins/kapa.py, its own process) answers retrieval after --
 stand-in (standins/auth0.py, in this process) signs the clients' tokens and serves its JWKS.
 Each phase runs --clients concurrent MCP clients (a session each: initialize, then tools/call in a loop,
 JSON-RPC over HTTP with aiohttp) for --warmup + --duration seconds; the order of the servers rotates each
-round. Calls per second and p50/p99 latency are over the measured seconds. After each phase of ours the
-calls recorded per user are checked against the calls the clients saw succeed (nothing lost, nothing twice).
+round. Calls per second and p50/p99 latency are over the measured seconds. After each phase of ours (and of
+durable) the calls recorded per user are checked against the calls the clients saw succeed (nothing lost,
+nothing twice).
 
-Target: ours >= --target-ratio (1.0) x bare calls per second (medians over the rounds).
+Target: ours >= --target-ratio (1.0) x bare calls per second (medians over the rounds); ours against
+durable is reported.
 Exit status: 0 target met, 1 missed, 2 a check failed or the bench could not run.
 """
 
@@ -69,7 +73,7 @@ def parse_args():
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--delay-ms", type=float, default=20.0, help="Kapa's answer time")
     parser.add_argument("--target-ratio", type=float, default=1.0)
-    parser.add_argument("--servers", default="bare,ours")
+    parser.add_argument("--servers", default="bare,durable,ours")
     parser.add_argument("--results", type=Path, default=RESULTS, help="JSON output (default %(default)s)")
     return parser.parse_args()
 
@@ -161,7 +165,7 @@ def main():
     subs = [f"auth0|bench-{n}" for n in range(args.clients)]
     tokens = [auth0.mint(sub, exp=int(time.time()) + 7200) for sub in subs]
 
-    ports = {name: free_port() for name in ("bare", "ours")}
+    ports = {name: free_port() for name in ("bare", "durable", "ours")}
     env = dict(os.environ)
     env.update(
         AUTH0_DOMAIN=auth0.domain, MCP_AUDIENCE=AUDIENCE, KAPA_API_URL=upstream, KAPA_API_KEY="bench",
@@ -171,6 +175,8 @@ def main():
     commands = {
         "bare": [str(BIN / "uvicorn"), "bench.mcp.bare_server:app", "--host", "127.0.0.1", "--port", str(ports["bare"]),
                  ],
+        "durable": [str(BIN / "uvicorn"), "bench.mcp.durable_server:app", "--host", "127.0.0.1",
+                    "--port", str(ports["durable"])],
         "ours": [str(BIN / "uvicorn"), "config.mcp_asgi:application", "--host", "127.0.0.1",
                  "--port", str(ports["ours"]), "--no-server-header"],
     }  # fmt: skip
@@ -194,19 +200,19 @@ def main():
         for round_number in range(args.rounds):
             order = servers[round_number % len(servers):] + servers[: round_number % len(servers)]
             for name in order:
-                ours = name != "bare"
-                before = recorded_calls(subs) if ours else 0
+                ours, recording = name == "ours", name != "bare"
+                before = recorded_calls(subs) if recording else 0
                 meter = CpuMeter(own="load", groups={"server": [pids[name]], "upstream": [pids["upstream"]]})
                 cpu_before = meter.sample()
                 outcome = asyncio.run(phase(
-                    f"http://127.0.0.1:{ports[name]}", tokens if ours else None,
+                    f"http://127.0.0.1:{ports[name]}", tokens if recording else None,
                     {**QUERY, "context": CONTEXT} if ours else QUERY,
                     clients=args.clients, warmup=args.warmup, duration=args.duration,
                 ))  # fmt: skip
                 cpu = meter.per_unit(cpu_before, meter.sample(), outcome["ok_total"])
                 outcome["cpu_us_per_call"] = {part: cpu[part] for part in ("server", "upstream", "load", "postgres",
                                                                            "redis", "other_processes")}  # fmt: skip
-                if ours:
+                if recording:
                     recorded = recorded_calls(subs) - before
                     outcome["recorded"] = recorded
                     if recorded != outcome["ok_total"]:
@@ -229,19 +235,23 @@ def main():
         }
         for name, runs in results.items()
     }
-    ratio = None
+    ratio = durable_ratio = None
     if {"ours", "bare"} <= set(summary):
         ratio = round(summary["ours"]["calls_per_s"] / summary["bare"]["calls_per_s"], 3)
+    if {"ours", "durable"} <= set(summary):
+        durable_ratio = round(summary["ours"]["calls_per_s"] / summary["durable"]["calls_per_s"], 3)
     report = {
         "machine": machine,
         "settings": vars(args) | {"results": str(args.results)},
         "rounds": results,
         "summary": summary,
         "ratio_ours_to_bare": ratio,
+        "ratio_ours_to_durable": durable_ratio,
         "target_met": ratio is not None and ratio >= args.target_ratio,
     }
     args.results.write_text(json.dumps(report, indent=2) + "\n")
-    print(json.dumps({"summary": summary, "ratio_ours_to_bare": ratio}, indent=2))
+    print(json.dumps({"summary": summary, "ratio_ours_to_bare": ratio, "ratio_ours_to_durable": durable_ratio},
+                     indent=2))
     return 0 if report["target_met"] else 1
 
 
