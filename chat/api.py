@@ -7,7 +7,6 @@ use, so that the key never reaches a browser.
 """
 
 import asyncio
-from dataclasses import dataclass
 
 from django.conf import settings
 from django.core import signing
@@ -23,7 +22,6 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from chat import admission, relay, selectors, services
-from chat.models import ChatMessage
 from foundation.api import (
     DATABASE_RETRY_AFTER_SECONDS,
     DatabaseUnavailable,
@@ -35,7 +33,7 @@ from foundation.batching import Batches
 from foundation.client_ip import USER_IP_SCHEMA, visitor_ip
 from foundation.parsers import json_body
 from foundation.secrets import InvalidSecret, trusted_chat_client
-from foundation.streams import Lease, held_while_sent, slot_give_back, too_many_streams
+from foundation.streams import held_while_sent, slot_give_back, too_many_streams
 from foundation.throttling import ScopedRateThrottle
 from integrations.agent import client as agent
 
@@ -104,48 +102,41 @@ def caller_is_trusted(request, *, session_id: str) -> bool:
     raise InvalidSecret()
 
 
-@dataclass(eq=False)
-class _Start:
-    """One chat starting: its admission, then (if admitted) its turn; `admitted` is told on the loop in between,
-    so that the agent's WebSocket connects while the turn is written."""
-
-    turn: services.Turn
-    claim: admission.Admission
-    admitted: asyncio.Future
-    outcome: tuple[int | None, Lease | None] | None = None
-
-
-def _starts_run(starts: list[_Start]) -> list[ChatMessage | None]:
-    """In the batch's thread: the chats' admissions in one round trip to Redis, then the admitted turns in one
-    statement. A batch run again in halves (one turn's values refused) is not admitted, nor counted, twice."""
-    fresh = [start for start in starts if start.outcome is None]
-    if fresh:
-        for start, outcome in zip(fresh, admission.admissions_run([s.claim for s in fresh]), strict=True):
-            start.outcome = outcome
-        fresh[0].admitted.get_loop().call_soon_threadsafe(_admitted_tell, fresh)
-    admitted = [start for start in starts if _is_admitted(start.outcome)]
-    saved = iter(services.chat_turns_start([start.turn for start in admitted]) if admitted else ())
-    return [next(saved) if _is_admitted(start.outcome) else None for start in starts]
-
-
-def _slot_give_back(start: _Start) -> None:
-    if start.outcome is not None and start.outcome[1] is not None:
-        slot_give_back(start.outcome[1])
-
-
 def _is_admitted(outcome) -> bool:
     return outcome is not None and outcome[0] is None and outcome[1] is not None
 
 
-def _admitted_tell(starts: list[_Start]) -> None:
-    for start in starts:
-        if not start.admitted.done():
-            start.admitted.set_result(_is_admitted(start.outcome))
+def _admission_told(admitting: asyncio.Future, admitted: asyncio.Future, turn: asyncio.Future, chat_turn) -> None:
+    """On the loop, once the chat's admission is known: the relay told whether it may connect, and an admitted
+    chat's turn handed to the turns' batch (`turn` done with its outcome)."""
+    ok = not admitting.cancelled() and admitting.exception() is None and _is_admitted(admitting.result())
+    admitted.set_result(ok)
+    if not ok:
+        turn.set_result(None)  # nothing saved, nothing asked
+        return
+    _turns.add(chat_turn).add_done_callback(lambda saving: _outcome_copy(saving, turn))
 
 
-# The chats starting while the previous batch is being handled go together (chat.relay says why). A session's
-# turns go one per batch: one upsert cannot touch a row twice.
-_starts = Batches("chat-starts", _starts_run, key=lambda start: start.turn.session_id)
+def _outcome_copy(source: asyncio.Future, target: asyncio.Future) -> None:
+    if source.cancelled():
+        target.cancel()
+    elif source.exception() is not None:
+        target.set_exception(source.exception())
+    else:
+        target.set_result(source.result())
+
+
+def _slot_give_back(admitting: asyncio.Future) -> None:
+    if not admitting.cancelled() and admitting.exception() is None and _is_admitted(admitting.result()):
+        slot_give_back(admitting.result()[1])
+
+
+# The chats starting while the previous batch is handled go together (chat.relay says why), on two threads: the
+# admissions (one pipelined round trip to Redis), then the admitted turns (one statement). Apart, so that a
+# batch's admissions never wait for the statement of the batch before: the agent's connections open as soon as
+# Redis answers. A session's turns go one per batch: one upsert cannot touch a row twice.
+_admissions = Batches("chat-admissions", admission.admissions_run)
+_turns = Batches("chat-turns", services.chat_turns_start, key=lambda turn: turn.session_id)
 
 
 def _error(exc: APIException) -> JsonResponse:
@@ -229,28 +220,26 @@ async def chat_stream(request):
         return JsonResponse(error_body("not_configured", "The sales chat is not available."), status=503)
 
     loop = asyncio.get_running_loop()
-    start = _Start(
-        services.Turn(session_id, ip, message),
-        admission.admission_for(session_id=session_id, ip=ip),
-        loop.create_future(),
-    )
-    turn = _starts.add(start)
-    turn.add_done_callback(lambda _: _admitted_tell([start]))  # told too when the batch failed before admitting
+    admitting = _admissions.add(admission.admission_for(session_id=session_id, ip=ip))
+    admitted, turn = loop.create_future(), loop.create_future()
+    chat_turn = services.Turn(session_id, ip, message)
+    admitting.add_done_callback(lambda _: _admission_told(admitting, admitted, turn, chat_turn))
     frames = relay.relay_start(
-        client=client, admitted=start.admitted, turn=turn, session_id=session_id, query=message, user_ip=ip
+        client=client, admitted=admitted, turn=turn, session_id=session_id, query=message, user_ip=ip
     )
     try:
-        await turn
+        wait, lease = await admitting
+        if wait is None and lease is not None:
+            await turn
     except BaseException as exc:
         # Nothing will be streamed: the slot given back once taken (a view cancelled before its batch ran).
-        turn.add_done_callback(lambda _: _slot_give_back(start))
+        turn.add_done_callback(lambda _: _slot_give_back(admitting))
         if not isinstance(exc, OperationalError | InterfaceError):
             raise
         # The database is down: nothing saved, the agent not asked, the widget may try again.
         response = _error(DatabaseUnavailable())
         response["Retry-After"] = str(DATABASE_RETRY_AFTER_SECONDS)
         return response
-    wait, lease = start.outcome
     if wait is not None:
         return JsonResponse(
             error_body("throttled", "Too many messages; wait a moment."), status=429, headers={"Retry-After": str(wait)}

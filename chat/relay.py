@@ -5,14 +5,15 @@ cancels that coroutine when the browser leaves, and the answer must still be
 read to its end (bounded by the agent client's timeouts) and saved. The task
 puts what the browser should see on a queue, as SSE frames ready to send; the
 response drains the queue. It starts with the view and waits for the
-admission (chat.admission), told mid-way through the trip that then saves the
-visitor's message: the agent's WebSocket connects while the message is saved,
-and the agent is asked once it is (nothing is asked, nor kept, if the chat was
-refused or saving failed).
+admission (chat.admission), told as soon as Redis answers, before the
+visitor's message is saved: the agent's WebSocket connects while the message
+is saved, and the agent is asked once it is (nothing is asked, nor kept, if the
+chat was refused or saving failed).
 
-The database is reached in batches (foundation.batching): the chats starting
-(admissions and turns, chat.api), and the answers ending, within one trip of a
-batch's thread share its round trips.
+Redis and the database are reached in batches (foundation.batching): the
+chats starting (their admissions on one thread, their turns on another,
+chat.api), and the answers ending, within one trip of a batch's thread share
+its round trips.
 Each chat's own trip to a thread costs the event loop far more than its
 statements do: every hand-over of the GIL between the loop and a worker thread
 waits on a busy loop, and a hundred chats starting at once would each pay it
