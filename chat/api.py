@@ -108,16 +108,20 @@ def _is_admitted(outcome) -> bool:
 
 def _admission_told(admitting: asyncio.Future, admitted: asyncio.Future, turn: asyncio.Future, chat_turn) -> None:
     """On the loop, once the chat's admission is known: the relay told whether it may connect, and an admitted
-    chat's turn handed to the turns' batch (`turn` done with its outcome)."""
-    ok = not admitting.cancelled() and admitting.exception() is None and _is_admitted(admitting.result())
+    chat's turn handed to the turns' batch (`turn` done with its outcome). A view already gone (`turn` let go)
+    has nothing saved and nothing asked."""
+    ok = not turn.done() and not admitting.cancelled() and admitting.exception() is None
+    ok = ok and _is_admitted(admitting.result())
     admitted.set_result(ok)
-    if not ok:
-        turn.set_result(None)  # nothing saved, nothing asked
-        return
-    _turns.add(chat_turn).add_done_callback(lambda saving: _outcome_copy(saving, turn))
+    if ok:
+        _turns.add(chat_turn).add_done_callback(lambda saving: _outcome_copy(saving, turn))
+    elif not turn.done():
+        turn.set_result(None)  # refused: nothing saved, nothing asked
 
 
 def _outcome_copy(source: asyncio.Future, target: asyncio.Future) -> None:
+    if target.done():  # let go by its view
+        return
     if source.cancelled():
         target.cancel()
     elif source.exception() is not None:
@@ -228,12 +232,14 @@ async def chat_stream(request):
         client=client, admitted=admitted, turn=turn, session_id=session_id, query=message, user_ip=ip
     )
     try:
-        wait, lease = await admitting
+        # Shielded: the admission's outcome (the slot it may take) outlives a view cancelled meanwhile.
+        wait, lease = await asyncio.shield(admitting)
         if wait is None and lease is not None:
             await turn
     except BaseException as exc:
-        # Nothing will be streamed: the slot given back once taken (a view cancelled before its batch ran).
-        turn.add_done_callback(lambda _: _slot_give_back(admitting))
+        # Nothing will be streamed: the turn let go (the agent not asked), the slot given back once taken.
+        turn.cancel()
+        admitting.add_done_callback(lambda _: _slot_give_back(admitting))
         if not isinstance(exc, OperationalError | InterfaceError):
             raise
         # The database is down: nothing saved, the agent not asked, the widget may try again.

@@ -266,3 +266,20 @@ def test_chat_answers_are_capped_per_session_and_per_visitor(slow_agent, setting
     assert held == [200, 200, 200, 200]
     assert same_session.refused_for_streams() and same_visitor.refused_for_streams()
     assert again.status == 200, "the answer the visitor left gave its slot back"
+
+
+def test_a_chat_whose_visitor_leaves_before_it_starts_gives_its_slot_back(slow_agent, settings):
+    settings.STREAMS_PER_CHAT_SESSION, settings.STREAMS_PER_IP = 1, 10
+    visitor = "198.51.100.30"
+
+    async def scenario():
+        gone = chat("session-a", visitor)
+        await gone.communicator.send_input({"type": "http.request", "body": gone.body, "more_body": False})
+        await gone.communicator.send_input({"type": "http.disconnect"})  # before the admission is known
+        await gone.communicator.wait(5)
+        await asyncio.sleep(1)  # the admission, then the slot given back, on the loop and the batch's thread
+        again = await chat("session-a", visitor).open()
+        await again.leave()
+        return again
+
+    assert run(scenario).status == 200, "the chat that never started holds no slot"
