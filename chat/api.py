@@ -102,16 +102,19 @@ def caller_is_trusted(request, *, session_id: str) -> bool:
     raise InvalidSecret()
 
 
-def _is_admitted(outcome) -> bool:
-    return outcome is not None and outcome[0] is None and outcome[1] is not None
+def _admitted_lease(admitting: asyncio.Future):
+    """The stream's lease of a done admission that let the chat in; None when it was refused or failed."""
+    if admitting.cancelled() or admitting.exception() is not None:
+        return None
+    wait, lease = admitting.result()
+    return lease if wait is None else None
 
 
 def _admission_told(admitting: asyncio.Future, admitted: asyncio.Future, turn: asyncio.Future, chat_turn) -> None:
     """On the loop, once the chat's admission is known: the relay told whether it may connect, and an admitted
     chat's turn handed to the turns' batch (`turn` done with its outcome). A view already gone (`turn` let go)
     has nothing saved and nothing asked."""
-    ok = not turn.done() and not admitting.cancelled() and admitting.exception() is None
-    ok = ok and _is_admitted(admitting.result())
+    ok = not turn.done() and _admitted_lease(admitting) is not None
     admitted.set_result(ok)
     if ok:
         _turns.add(chat_turn).add_done_callback(lambda saving: _outcome_copy(saving, turn))
@@ -131,8 +134,8 @@ def _outcome_copy(source: asyncio.Future, target: asyncio.Future) -> None:
 
 
 def _slot_give_back(admitting: asyncio.Future) -> None:
-    if not admitting.cancelled() and admitting.exception() is None and _is_admitted(admitting.result()):
-        slot_give_back(admitting.result()[1])
+    if (lease := _admitted_lease(admitting)) is not None:
+        slot_give_back(lease)
 
 
 # The chats starting while the previous batch is handled go together (chat.relay says why), on two threads: the

@@ -21,6 +21,7 @@ stamp and task. Run inside the transaction that writes the tasks, so the lock
 and the stamps commit with the tasks that count against the reps' caps.
 """
 
+import functools
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
@@ -86,11 +87,17 @@ class _StoreReps:
             .select_for_update(of=("self",))
             .order_by("pk")
         }
-        self.rules = []
-        if self.profiles:  # a rule's owner takes a lead only as a rep who is not away
-            rules = AssignmentRule.objects.filter(is_active=True, store_id=store_id, owner__in=self.profiles)
-            self.rules = list(rules.order_by("priority", "pk").values_list("service_type", "channel", "owner_id"))
+        self.store_id = store_id
         self.stamped: list[RepProfile] = []
+
+    @functools.cached_property
+    def rules(self) -> list[tuple[str, str, int]]:
+        """(service type, channel, owner) of the active rules naming one of the reps, in order; read only for a
+        new task's pick (round-robin alone needs none), and only when there is a rep to name."""
+        if not self.profiles:  # a rule's owner takes a lead only as a rep who is not away
+            return []
+        rules = AssignmentRule.objects.filter(is_active=True, store_id=self.store_id, owner__in=self.profiles)
+        return list(rules.order_by("priority", "pk").values_list("service_type", "channel", "owner_id"))
 
     def pick(self, *, service_type: str, channel: str, now: datetime) -> int | None:
         """The owner of a new task: the first matching rule's owner who takes a new lead, else round-robin."""

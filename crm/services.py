@@ -114,11 +114,9 @@ def _outreach_tasks_insert(arrivals: list[tuple], contact_ids: dict[int, int]) -
     written = {lead_id for (lead_id,) in insert_many_on_conflict(
         tasks, on_conflict="ON CONFLICT DO NOTHING", returning="source_lead_id"
     )}  # fmt: skip
-    tasks = [task for task in tasks if task.source_lead_id in written]
-    leads = {lead.pk: lead for lead, _, _ in arrivals}
-    picks = [(task.store_id, leads[task.source_lead_id].service_type, leads[task.source_lead_id].channel)
-             for task in tasks]  # fmt: skip
-    for task, owner_id in zip(tasks, task_owners_pick(picks), strict=True):
+    new = [(lead, task) for (lead, _, _), task in zip(arrivals, tasks, strict=True) if lead.pk in written]
+    owners = task_owners_pick([(lead.store_id, lead.service_type, lead.channel) for lead, _ in new])
+    for (_, task), owner_id in zip(new, owners, strict=True):
         task.assigned_to_id = owner_id
     update_many([task for task in tasks if task.assigned_to_id is not None], ["assigned_to"])
     return written

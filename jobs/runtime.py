@@ -45,19 +45,21 @@ MAX_ERROR_CHARS = 4000
 
 
 @functools.cache
-def _claim_sql() -> str:
-    """pending -> running for one job id, returning the row; its parameters come from _claim_params."""
+def _claim_sql(*, of_kind: bool = False) -> str:
+    """pending -> running for one job id (or, `of_kind`, for those of a list of ids that are of one kind),
+    returning the rows; the parameters come from _claim_params (the id, or the ids and the kind)."""
+    match = "id = ANY(%s) AND kind = %s" if of_kind else "id = %s"
     return (
         f"UPDATE {connection.ops.quote_name(Job._meta.db_table)} SET status = %s, attempts = attempts + 1,"
-        " started_at = %s, lease_expires_at = %s, updated_at = %s"
-        " WHERE id = %s AND status = %s AND run_after <= %s RETURNING {columns}"
+        f" started_at = %s, lease_expires_at = %s, updated_at = %s"
+        f" WHERE {match} AND status = %s AND run_after <= %s RETURNING {{columns}}"
     )
 
 
-def _claim_params(job_id, now) -> list:
+def _claim_params(now, *match) -> list:
     dt = connection.ops.adapt_datetimefield_value
     lease_expires = dt(now + timedelta(seconds=settings.JOBS_LEASE_SECONDS))
-    return [Job.Status.RUNNING, dt(now), lease_expires, dt(now), job_id, Job.Status.PENDING, dt(now)]
+    return [Job.Status.RUNNING, dt(now), lease_expires, dt(now), *match, Job.Status.PENDING, dt(now)]
 
 
 def job_claim(*, job_id) -> Job | None:
@@ -65,7 +67,7 @@ def job_claim(*, job_id) -> Job | None:
 
     A kind registered with `concurrency` keeps the claim only within its limit (_job_keep_within_limit).
     """
-    claimed = fetch_models(Job, _claim_sql(), _claim_params(job_id, timezone.now()))
+    claimed = fetch_models(Job, _claim_sql(), _claim_params(timezone.now(), job_id))
     return _within_limit(claimed[0]) if claimed else None
 
 
@@ -168,24 +170,10 @@ def jobs_run(*, job_ids) -> None:
             close_old_connections()  # a broken connection is not handed to the next job
 
 
-@functools.cache
-def _claim_many_sql() -> str:
-    """pending -> running for those of a list of job ids that are of one kind, returning the rows."""
-    return (
-        f"UPDATE {connection.ops.quote_name(Job._meta.db_table)} SET status = %s, attempts = attempts + 1,"
-        " started_at = %s, lease_expires_at = %s, updated_at = %s"
-        " WHERE id = ANY(%s) AND kind = %s AND status = %s AND run_after <= %s RETURNING {columns}"
-    )
-
-
 def _jobs_claim_of_kind(kind: str, job_ids: list[int]) -> list[Job]:
     """Those of `job_ids` that are jobs of `kind`, claimed in one statement, in the order of `job_ids`."""
-    now = timezone.now()
-    dt = connection.ops.adapt_datetimefield_value
-    lease_expires = dt(now + timedelta(seconds=settings.JOBS_LEASE_SECONDS))
-    params = [Job.Status.RUNNING, dt(now), lease_expires, dt(now), job_ids, kind, Job.Status.PENDING, dt(now)]
     try:
-        claimed = fetch_models(Job, _claim_many_sql(), params)
+        claimed = fetch_models(Job, _claim_sql(of_kind=True), _claim_params(timezone.now(), job_ids, kind))
     except Exception:  # they are claimed one at a time instead
         logger.exception("job_run_failed", job_ids=job_ids)
         close_old_connections()
@@ -221,12 +209,16 @@ def _jobs_attempt_together(kind: str, jobs: list[Job]) -> list[Job]:
     duration_ms = int((time.monotonic() - started) * 1000)
     finished = _jobs_finish_succeeded(done, duration_ms=duration_ms)
     for job in done:
-        about = {"job_id": job.pk, "kind": job.kind, "attempt": job.attempts, "duration_ms": duration_ms}
-        if job.pk in finished:
-            logger.info("job_finished", status=Job.Status.SUCCEEDED, retry_in=None, **about)
-        else:
-            logger.warning("job_lease_lost", **about)
+        _finish_log(job, job.pk in finished, status=Job.Status.SUCCEEDED, retry_in=None, duration_ms=duration_ms)
     return left
+
+
+def _finish_log(job: Job, finished: bool, *, status, retry_in, duration_ms: int) -> None:
+    about = {"job_id": job.pk, "kind": job.kind, "attempt": job.attempts, "duration_ms": duration_ms}
+    if finished:
+        logger.info("job_finished", status=status, retry_in=retry_in, **about)
+    else:
+        logger.warning("job_lease_lost", **about)
 
 
 @functools.cache
@@ -291,11 +283,7 @@ def _job_attempt(job: Job, *, claim_next=None) -> Job | None:
         job, status=status, outcome=outcome, error=error, retry_in=retry_in, duration_ms=duration_ms,
         claim_next=claim_next,
     )  # fmt: skip
-    about = {"job_id": job.pk, "kind": job.kind, "attempt": job.attempts, "duration_ms": duration_ms}
-    if finished:
-        logger.info("job_finished", status=status, retry_in=retry_in, **about)
-    else:
-        logger.warning("job_lease_lost", **about)
+    _finish_log(job, finished, status=status, retry_in=retry_in, duration_ms=duration_ms)
     return _within_limit(claimed) if claimed is not None else None
 
 
@@ -367,7 +355,7 @@ def _job_finish_and_claim(job, *, status, outcome, error, duration_ms, retry_in=
                 cursor.execute(_finish_sql(claims=False), params)
                 finished = cursor.fetchone() is not None
         else:
-            rows = fetch_models(Job, _finish_sql(claims=True), [*params, *_claim_params(claim_next, now)])
+            rows = fetch_models(Job, _finish_sql(claims=True), [*params, *_claim_params(now, claim_next)])
             claimed = next((row for row in rows if row.pk == claim_next), None)
             finished = any(row.pk == job.pk for row in rows) or (claimed is not None and len(rows) == 1)
         if finished and status == Job.Status.DEAD:
