@@ -1,6 +1,6 @@
 """The chat relay against a minimal relay view and a direct WebSocket client of the same fake agent, side by side.
 
-    scripts/with-services .venv/bin/python bench/chat/run.py [--chats 200] [--tokens 300] [--rounds 2]
+    scripts/with-services .venv/bin/python bench/chat/run.py [--chats 200] [--tokens 300] [--rounds 4]
         [--open-rate 20] [--open-seconds 60] [--no-open-floor] [--scale-processes 2] [--launcher "…"]
 
 One daphne process serves POST /api/chat/stream (config.asgi:application, the
@@ -84,7 +84,7 @@ def parse_args():
     parser.add_argument("--chats", type=int, default=200, help="concurrent chats per phase (default 200)")
     parser.add_argument("--tokens", type=int, default=300, help="deltas per answer (default 300)")
     parser.add_argument("--interval-ms", type=float, default=5.0, help="time between deltas (default 5)")
-    parser.add_argument("--rounds", type=int, default=2, help="direct + relay rounds, order alternating (default 2)")
+    parser.add_argument("--rounds", type=int, default=4, help="rounds of each phase, order alternating (default 4)")
     parser.add_argument("--target", type=float, default=0.9, help="relay / floor target (default 0.9)")
     parser.add_argument("--cpu-target", type=float, default=1.2, help="relay / floor CPU per chat (default 1.2)")
     parser.add_argument("--open-rate", type=float, default=20.0, help="open loop: new chats a second (default 20)")
