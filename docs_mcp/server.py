@@ -53,20 +53,22 @@ def resource_url() -> str:
     return settings.SITE_URL.rstrip("/") + PATH
 
 
-def build_server() -> MCPServer:
-    issuer = issuer_from_domain(settings.AUTH0_DOMAIN)
-    server = MCPServer(
-        "docs",
-        instructions=INSTRUCTIONS,
-        token_verifier=Auth0TokenVerifier(AccessTokenVerifier(settings.AUTH0_DOMAIN, audience=settings.MCP_AUDIENCE)),
-        auth=AuthSettings(
-            issuer_url=issuer,
+def bearer_auth() -> dict:
+    """MCPServer's token check and protected-resource metadata: Auth0 access tokens for MCP_AUDIENCE."""
+    verifier = AccessTokenVerifier(settings.AUTH0_DOMAIN, audience=settings.MCP_AUDIENCE)
+    return {
+        "token_verifier": Auth0TokenVerifier(verifier),
+        "auth": AuthSettings(
+            issuer_url=issuer_from_domain(settings.AUTH0_DOMAIN),
             resource_server_url=resource_url(),
             required_scopes=settings.MCP_REQUIRED_SCOPES or None,
             validate_token_resource=False,  # the verifier requires MCP_AUDIENCE in `aud` itself
         ),
-        middleware=[_record_sign_in],
-    )
+    }
+
+
+def build_server() -> MCPServer:
+    server = MCPServer("docs", instructions=INSTRUCTIONS, middleware=[_record_sign_in], **bearer_auth())
     server.custom_route("/healthz", methods=["GET"], include_in_schema=False)(_healthz)
     for tool in tools.TOOLS:
         server.add_tool(tracked_tool(tool), name=tool.__name__, description=tool.__doc__)

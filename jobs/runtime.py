@@ -51,7 +51,7 @@ def _claim_sql(*, of_kind: bool = False) -> str:
     match = "id = ANY(%s) AND kind = %s" if of_kind else "id = %s"
     return (
         f"UPDATE {connection.ops.quote_name(Job._meta.db_table)} SET status = %s, attempts = attempts + 1,"
-        f" started_at = %s, lease_expires_at = %s, updated_at = %s"
+        " started_at = %s, lease_expires_at = %s, updated_at = %s"
         f" WHERE {match} AND status = %s AND run_after <= %s RETURNING {{columns}}"
     )
 

@@ -235,11 +235,12 @@ def main():
         }
         for name, runs in results.items()
     }
-    ratio = durable_ratio = None
-    if {"ours", "bare"} <= set(summary):
-        ratio = round(summary["ours"]["calls_per_s"] / summary["bare"]["calls_per_s"], 3)
-    if {"ours", "durable"} <= set(summary):
-        durable_ratio = round(summary["ours"]["calls_per_s"] / summary["durable"]["calls_per_s"], 3)
+    def ours_over(baseline: str) -> float | None:
+        if not {"ours", baseline} <= set(summary):
+            return None
+        return round(summary["ours"]["calls_per_s"] / summary[baseline]["calls_per_s"], 3)
+
+    ratio, durable_ratio = ours_over("bare"), ours_over("durable")
     report = {
         "machine": machine,
         "settings": vars(args) | {"results": str(args.results)},
