@@ -32,8 +32,9 @@ SITE_URL = env.str("SITE_URL", default="http://localhost:8000")
 # this is. Every page then says so; production refuses to start with it set (foundation/checks.py).
 STANDINS_URL = env.str("STANDINS_URL", default="")
 
+# No "daphne" app: only `runserver` needs it, and its import (Twisted, autobahn: 0.4 s of CPU) would be
+# paid by every worker and command. The web processes import daphne themselves (config/serve.py).
 INSTALLED_APPS = [
-    "daphne",
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",
