@@ -1,4 +1,5 @@
 import os
+import random
 import socket
 import time
 import uuid
@@ -60,10 +61,27 @@ def empty_broker():
     app.control.purge()
 
 
+FIRST_PICKED_PORT = 10000
+
+
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    """A loopback port free now, and likely still free when a server binds it, up to a minute later (`make run`
+    migrates and loads its office first). So it is picked below the kernel's ephemeral range, where outgoing
+    connections take their own ports, and each xdist worker picks in a slice of its own."""
+    with open("/proc/sys/net/ipv4/ip_local_port_range") as ephemeral:
+        below = int(ephemeral.read().split()[0])
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    worker = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw"))
+    size = (below - FIRST_PICKED_PORT) // workers
+    first = FIRST_PICKED_PORT + worker * size
+    for port in random.sample(range(first, first + size), 200):
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free port in {first}–{first + size - 1}")
 
 
 def subprocess_env(**extra) -> dict:

@@ -26,6 +26,7 @@ PROJECT = Path(__file__).resolve().parent.parent
 
 
 def wait_for(condition, *, timeout, message):
+    """`message` is text, or a function that words it when the wait has failed (what a log holds by then)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
@@ -34,7 +35,7 @@ def wait_for(condition, *, timeout, message):
         except (requests.ConnectionError, requests.Timeout, psycopg.OperationalError, FileNotFoundError):
             pass
         time.sleep(0.5)
-    raise AssertionError(f"timed out waiting for {message}")
+    raise AssertionError(f"timed out waiting for {message() if callable(message) else message}")
 
 
 class RunningSystem:
@@ -67,11 +68,13 @@ def start(tmp_path, port) -> RunningSystem:
             cwd=PROJECT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
     system = RunningSystem(process, f"http://127.0.0.1:{port}", output, tmp_path / "data")
-    wait_for(
-        lambda: requests.get(f"{system.base}/readyz", headers={"Accept": "application/json"}, timeout=5).ok,
-        timeout=300,
-        message=f"/readyz to answer; make run printed:\n{output.read_text()[-4000:]}",
-    )
+
+    def ready():
+        if process.poll() is not None:
+            raise AssertionError(f"make run exited ({process.returncode}); it printed:\n{output.read_text()[-4000:]}")
+        return requests.get(f"{system.base}/readyz", headers={"Accept": "application/json"}, timeout=5).ok
+
+    wait_for(ready, timeout=300, message=lambda: f"/readyz to answer; make run printed:\n{output.read_text()[-4000:]}")
     return system
 
 
