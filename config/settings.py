@@ -484,6 +484,9 @@ IMAP_ALLOWED_HOSTS = env.list("IMAP_ALLOWED_HOSTS", default=[])
 IMAP_MAX_MESSAGE_BYTES = env.int("IMAP_MAX_MESSAGE_BYTES", default=2 * 1024 * 1024)
 # Polls that started on a message without finishing it; past this the message is kept as a failed lead.
 IMAP_MESSAGE_MAX_ATTEMPTS = env.int("IMAP_MESSAGE_MAX_ATTEMPTS", default=3)
+# A poll that started reading a message this long ago and has not finished it counts toward that limit; one still
+# within it is reading beside this poll (a replay beside the scheduled poll), not stopped.
+IMAP_MESSAGE_READ_SECONDS = env.int("IMAP_MESSAGE_READ_SECONDS", default=30)
 # authserv-id of our own receiving server's Authentication-Results header; set: stores' emails must pass DMARC/SPF.
 IMAP_TRUSTED_AUTHSERV_ID = env.str("IMAP_TRUSTED_AUTHSERV_ID", default="")
 # Request bodies: read at most this much on any route (smaller per route in foundation/limits.py), within this time.

@@ -12,6 +12,7 @@ it again; the dedup key makes that harmless.
 """
 
 import time
+import uuid
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime, timedelta
 
@@ -223,18 +224,24 @@ def _attempts_key(source: MessageSource) -> str:
     return f"tracking:message-attempts:{source.key}"
 
 
-def message_attempt_start(*, source: MessageSource, finished: MessageSource | None = None) -> int:
-    """Count one more poll starting to read this message (this one included); shared by every worker.
+def message_attempt_start(*, source: MessageSource, poll: str, finished: MessageSource | None = None) -> int:
+    """Record that `poll` starts reading this message; shared by every worker. How many polls started on it and
+    never finished, this one included.
 
-    `finished`: the message this poll read just before, whose count is cleared in the same round trip.
+    A poll that started over IMAP_MESSAGE_READ_SECONDS ago and is still on the message counts as never finishing
+    (killed at its time limit, out of memory…). One that started since may still be reading it beside this one, and
+    does not count: several polls reading one message at once must not take it for a message that stops polls.
+    `finished`: the message this poll read just before, whose record is cleared in the same round trip.
     """
     key = cache.make_key(_attempts_key(source))  # the cache's prefix and version, as cache.delete uses
+    now = time.time()
     pipeline = shared_redis().pipeline(transaction=False)
     if finished is not None:
         pipeline.delete(cache.make_key(_attempts_key(finished)))
-    pipeline.incr(key)
+    pipeline.zcount(key, "-inf", now - settings.IMAP_MESSAGE_READ_SECONDS)
+    pipeline.zadd(key, {poll: now})
     pipeline.expire(key, MESSAGE_ATTEMPTS_TTL)
-    return pipeline.execute()[-2]
+    return pipeline.execute()[-3] + 1
 
 
 def _message_parse(message: FetchedMessage, attempts: int) -> ParsedLeadEmail:
@@ -331,13 +338,15 @@ def _message_capture(item: _ReadMessage, breaker, mappings, result, *, reread) -
     return True
 
 
-def _batch_capture(client: ImapClient, messages: list[FetchedMessage], breaker, result, *, reread) -> list[int]:
+def _batch_capture(
+    client: ImapClient, messages: list[FetchedMessage], breaker, result, *, poll: str, reread: bool
+) -> list[int]:
     """Read and capture one fetched batch; the UIDs that may be marked \\Seen.
 
-    Each message's read (parse, sender check) is counted: its count goes up
-    before and is cleared once it is read, so a message that stops every poll
-    reading it is parked as a failed lead after IMAP_MESSAGE_MAX_ATTEMPTS,
-    alone.
+    Each message's read (parse, sender check) is recorded before it starts and
+    cleared once it is done (message_attempt_start), so a message that stops
+    every poll reading it is parked as a failed lead after
+    IMAP_MESSAGE_MAX_ATTEMPTS, alone.
     """
     mappings = store_mappings()
     read, finished = [], None
@@ -345,7 +354,7 @@ def _batch_capture(client: ImapClient, messages: list[FetchedMessage], breaker, 
         source = MessageSource(client.mailbox.name, client.uidvalidity, message.uid)
         attempts = 0
         if not message.header_only:  # a header-only read is bounded by its fetch: not counted
-            attempts, finished = message_attempt_start(source=source, finished=finished), source
+            attempts, finished = message_attempt_start(source=source, poll=poll, finished=finished), source
         read.append(_message_read(message, source, attempts, mappings))
     if finished is not None:
         cache.delete(_attempts_key(finished))
@@ -366,6 +375,7 @@ def mailbox_poll(
     batches once the budget is spent; the next poll goes on from there.
     """
     started = time.monotonic()
+    poll = uuid.uuid4().hex  # this poll, in the messages' attempt records
     result = PollResult(mailbox=mailbox.name)
     breaker = lead_write_breaker()
     client = ImapClient(
@@ -383,7 +393,7 @@ def mailbox_poll(
                 max_bytes=settings.IMAP_MAX_MESSAGE_BYTES,
                 header_max_bytes=HEADER_MAX_BYTES,
             )
-            seen = _batch_capture(client, messages, breaker, result, reread=include_seen)
+            seen = _batch_capture(client, messages, breaker, result, poll=poll, reread=include_seen)
             if seen:
                 client.mark_seen(seen)
     logger.info(

@@ -20,9 +20,9 @@ def test_an_attempt_starts_while_another_poll_clears_the_count():
     clearer = threading.Thread(target=finishing_poll)
     clearer.start()
     try:
-        for _ in range(3000):
+        for attempt in range(3000):
             try:
-                assert message_attempt_start(source=source) >= 1
+                assert message_attempt_start(source=source, poll=f"poll-{attempt}") >= 1
             except ValueError as exc:
                 failures.append(exc)
     finally:

@@ -66,13 +66,14 @@ def test_an_oversized_message_is_kept_as_a_failed_lead_without_fetching_its_body
 def test_a_message_no_poll_finishes_is_parked_as_failed(mailbox, make_store, settings):
     make_store()
     settings.IMAP_MESSAGE_MAX_ATTEMPTS = 3
+    settings.IMAP_MESSAGE_READ_SECONDS = 0  # as if the three below had started on it long ago
     mailbox.deliver(lead_message())
     (uid,) = seen_flags(mailbox.server, mailbox.username, mailbox.password)
     settings_ = mailbox_settings("env")
     with ImapClient(settings_, timeout=10, ca_file=settings.IMAP_CA_FILE) as client:
         source = MessageSource("env", client.uidvalidity, uid)
-    for _ in range(3):  # three workers started on it and died (killed at their time limit, out of memory…)
-        message_attempt_start(source=source)
+    for worker in range(3):  # three workers started on it and died (killed at their time limit, out of memory…)
+        message_attempt_start(source=source, poll=f"died-{worker}")
 
     result = mailbox_poll(mailbox=settings_)
 
@@ -80,6 +81,24 @@ def test_a_message_no_poll_finishes_is_parked_as_failed(mailbox, make_store, set
     assert result.captured == 1 and lead.parse_state == Lead.ParseState.FAILED
     assert "3 earlier polls started on this message and never finished it" in lead.parse_error
     assert seen_flags(mailbox.server, mailbox.username, mailbox.password) == {uid: True}
+
+
+@pytest.mark.django_db
+def test_polls_still_reading_a_message_beside_this_one_do_not_count_as_stopped(mailbox, make_store, settings):
+    make_store()
+    settings.IMAP_MESSAGE_MAX_ATTEMPTS = 3
+    mailbox.deliver(lead_message())
+    (uid,) = seen_flags(mailbox.server, mailbox.username, mailbox.password)
+    settings_ = mailbox_settings("env")
+    with ImapClient(settings_, timeout=10, ca_file=settings.IMAP_CA_FILE) as client:
+        source = MessageSource("env", client.uidvalidity, uid)
+    for worker in range(4):  # four polls reading it right now, within IMAP_MESSAGE_READ_SECONDS
+        message_attempt_start(source=source, poll=f"reading-{worker}")
+
+    mailbox_poll(mailbox=settings_)
+
+    lead = Lead.objects.get()
+    assert lead.parse_state == Lead.ParseState.PARSED, lead.parse_error
 
 
 @pytest.mark.django_db
