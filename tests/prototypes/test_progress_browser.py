@@ -2,7 +2,6 @@
 production, with V0 as a local v2 server: live progress, a reload mid-stream, the preview, a failure."""
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -10,6 +9,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+import requests
 from playwright.sync_api import expect
 
 from tests.browser import CHROMIUM_ARGS, TIMEOUT_MS  # noqa: F401  (the chromium fixture comes from the plugin)
@@ -33,12 +33,14 @@ def daphne(fake_v0):
     process = subprocess.Popen(
         [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "config.asgi:application"], env=env
     )
+    # Ready once it answers a request, not once it listens: on a busy host a fresh process's first answer can
+    # take longer than a page's whole timeout.
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            requests.get(f"http://127.0.0.1:{port}/readyz", timeout=10)
             break
-        except OSError:
+        except requests.RequestException:
             time.sleep(0.2)
     else:
         process.kill()
