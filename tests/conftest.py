@@ -1,6 +1,9 @@
+import contextlib
 import os
 import random
 import socket
+import subprocess
+import sys
 import time
 import uuid
 
@@ -104,13 +107,40 @@ def keep_the_test_transaction():
         signal.connect(close_old_connections)
 
 
-def wait_until_up(url, timeout=60):
-    """Wait for a server started by a test to answer 200 at `url`."""
+def wait_until_up(url, process=None, timeout=60):
+    """Wait for a server started by a test to answer at `url`, whatever the status (one on a database that is
+    down answers 503): not merely to listen, as a fresh process's first answer can outlast a test's own timeout
+    on a busy host. Stops waiting if `process` exits."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
+        if process is not None and process.poll() is not None:
+            raise AssertionError(f"the server of {url} exited with {process.returncode}")
         try:
-            if requests.get(url, timeout=2).status_code == 200:
-                return
-        except requests.ConnectionError:
+            requests.get(url, timeout=10)
+            return
+        except requests.RequestException:
             time.sleep(0.2)
     raise AssertionError(f"{url} did not come up")
+
+
+@contextlib.contextmanager
+def web_process(env=None, *, server="config.serve", **popen):
+    """A web process serving config.asgi on a free port (config.serve, as deployed; `server="daphne"` for plain
+    daphne): (process, port) once it answers, stopped at the end. Readiness asks /readyz, so that a test counting
+    its /healthz requests in the metrics counts only its own."""
+    port = free_port()
+    command = [sys.executable, "-m", server, "-b", "127.0.0.1", "-p", str(port), "config.asgi:application"]
+    popen.setdefault("stdout", subprocess.DEVNULL)
+    popen.setdefault("stderr", subprocess.DEVNULL)
+    process = subprocess.Popen(command, env=subprocess_env() if env is None else env, **popen)
+    try:
+        wait_until_up(f"http://127.0.0.1:{port}/readyz", process)
+        yield process, port
+    finally:
+        if process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(10)

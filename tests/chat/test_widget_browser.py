@@ -2,10 +2,6 @@
 in front of the fake agent: tokens appear as they stream, a reload mid-answer shows the whole answer, errors
 are said plainly."""
 
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -13,7 +9,7 @@ from playwright.sync_api import expect
 
 from chat.models import ChatMessage
 from standins.agent import Agent
-from tests.conftest import free_port, subprocess_env
+from tests.conftest import subprocess_env, web_process
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -32,32 +28,15 @@ def agent():
 
 @pytest.fixture
 def daphne(agent):
-    port = free_port()
     env = subprocess_env(
         CHAT_AGENT_URL=agent.url,
         CHAT_API_KEY="browser-chat-key",
         DEBUG="true",  # WhiteNoise serves the static files from the source folders
         LOG_LEVEL="WARNING",
     )
-    process = subprocess.Popen(
-        [str(Path(sys.executable).parent / "daphne"), "-b", "127.0.0.1", "-p", str(port), "config.asgi:application"],
-        env=env,
-        cwd=Path(__file__).resolve().parents[2],
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60  # importing Django and the apps takes seconds, more on a loaded host
-    while True:
-        try:
-            urllib.request.urlopen(f"{url}/healthz", timeout=1)
-            break
-        except OSError:
-            if time.monotonic() > deadline or process.poll() is not None:
-                process.kill()
-                raise RuntimeError("daphne did not start") from None
-            time.sleep(0.2)
-    yield url
-    process.terminate()
-    process.wait(10)
+    root = Path(__file__).resolve().parents[2]
+    with web_process(env, server="daphne", stdout=None, stderr=None, cwd=root) as (_, port):
+        yield f"http://127.0.0.1:{port}"
 
 
 @pytest.fixture

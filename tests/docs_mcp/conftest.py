@@ -3,19 +3,17 @@ stand-ins of Auth0 and Kapa and a local docs site, spoken to by the SDK's own cl
 
 import contextlib
 import subprocess
-import time
 from pathlib import Path
 
 import httpx2
 import pytest
-import requests
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp_types import Implementation
 
 from standins.auth0 import AUDIENCE, Auth0
 from standins.kapa import API_KEY, PROJECT, Kapa
-from tests.conftest import free_port, subprocess_env
+from tests.conftest import free_port, subprocess_env, wait_until_up
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
 OWNER_SALT = "owner-salt-1"
@@ -55,24 +53,12 @@ def serve_mcp(upstream_ports, make_httpserver, tmp_path_factory, **settings):
     command = [str(PROJECT_DIR / ".venv/bin/uvicorn"), "config.mcp_asgi:application", "--port", str(port)]
     process = subprocess.Popen(command, cwd=PROJECT_DIR, env=env, stdout=log, stderr=subprocess.STDOUT)
     try:
-        _wait_until_up(f"{base}/healthz", process)
+        wait_until_up(f"{base}/healthz", process)
         yield base
     finally:
         process.terminate()
         process.wait(timeout=10)
         log.close()
-
-
-def _wait_until_up(url: str, process, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise AssertionError("the MCP server exited")
-        with contextlib.suppress(requests.ConnectionError):
-            if requests.get(url, timeout=2).ok:
-                return
-        time.sleep(0.2)
-    raise AssertionError("the MCP server did not start")
 
 
 @pytest.fixture

@@ -2,10 +2,10 @@
 PROMETHEUS_MULTIPROC_DIR, and either one's /metrics counts the requests and open streams of both; a process
 that exits takes its open streams out of the sum and leaves its counts in."""
 
+import contextlib
 import signal
 import socket
 import subprocess
-import sys
 import time
 
 import pytest
@@ -13,7 +13,7 @@ import requests
 from prometheus_client.parser import text_string_to_metric_families
 
 from standins.v0 import V0, Behaviour
-from tests.conftest import free_port, subprocess_env
+from tests.conftest import subprocess_env, web_process
 from tests.prototypes.conftest import make_lead
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
@@ -39,28 +39,13 @@ def web(tmp_path, v0):
         PROMETHEUS_MULTIPROC_DIR=directory, METRICS_TOKEN=TOKEN, V0_API_URL=v0.url, V0_API_KEY=v0.behaviour.api_key,
         V0_STREAM_IDLE_SECONDS=30,
     )  # fmt: skip
-    processes = []
+    with contextlib.ExitStack() as started:
 
-    def start() -> tuple[subprocess.Popen, int]:
-        port = free_port()
-        command = [sys.executable, "-m", "config.serve", "-b", "127.0.0.1", "-p", str(port), "config.asgi:application"]
-        process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        processes.append(process)
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                return process, port
-            except OSError:
-                assert time.monotonic() < deadline, "the web process did not start"
-                time.sleep(0.2)
+        def start() -> tuple[subprocess.Popen, int]:
+            return started.enter_context(web_process(env))
 
-    start.directory = directory
-    yield start
-    for process in processes:
-        if process.poll() is None:
-            process.kill()
-            process.wait(10)
+        start.directory = directory
+        yield start
 
 
 def scrape(port: int) -> dict[tuple, float]:

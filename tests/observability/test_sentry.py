@@ -2,9 +2,6 @@
 pointing at a local ingest endpoint, and a view that fails with an email address in its message."""
 
 import gzip
-import socket
-import subprocess
-import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -13,7 +10,7 @@ import pytest
 import requests
 from sentry_sdk.envelope import Envelope
 
-from tests.conftest import free_port, subprocess_env
+from tests.conftest import subprocess_env, web_process
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
@@ -63,7 +60,6 @@ def ingest():
 
 @pytest.fixture
 def web(ingest):
-    port = free_port()
     env = subprocess_env(
         DJANGO_SETTINGS_MODULE="tests.observability.settings",
         SENTRY_DSN=f"http://public-key@127.0.0.1:{ingest.server_address[1]}/1",
@@ -71,19 +67,8 @@ def web(ingest):
         TRUSTED_PROXY_COUNT=1,
         CHAT_API_KEY=CHAT_KEY,
     )
-    command = [sys.executable, "-m", "config.serve", "-b", "127.0.0.1", "-p", str(port), "config.asgi:application"]
-    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
-            assert time.monotonic() < deadline, "the web process did not start"
-            time.sleep(0.2)
-    yield port
-    process.terminate()
-    process.wait(10)
+    with web_process(env) as (_, port):
+        yield port
 
 
 def test_an_error_in_a_view_is_reported_without_personal_data(web, ingest):

@@ -2,18 +2,14 @@
 production, with V0 as a local v2 server: live progress, a reload mid-stream, the preview, a failure."""
 
 import os
-import subprocess
-import sys
-import time
 import uuid
 from pathlib import Path
 
 import pytest
-import requests
 from playwright.sync_api import expect
 
 from tests.browser import CHROMIUM_ARGS, TIMEOUT_MS  # noqa: F401  (the chromium fixture comes from the plugin)
-from tests.conftest import free_port, subprocess_env
+from tests.conftest import subprocess_env, web_process
 from tests.prototypes.conftest import make_lead
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -23,31 +19,14 @@ SCREENSHOTS = Path(os.environ.get("SCREENSHOT_DIR", "/tmp/prototype-screenshots"
 @pytest.fixture
 def daphne(fake_v0):
     """daphne serving config.asgi on a free port, on the test database, V0 pointed at the fake."""
-    port = free_port()
     env = subprocess_env(
         V0_API_URL=fake_v0.url,
         V0_API_KEY=fake_v0.behaviour.api_key,
         DEBUG="true",  # static files from the app folders, as under runserver
         LOG_LEVEL="WARNING",
     )
-    process = subprocess.Popen(
-        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "config.asgi:application"], env=env
-    )
-    # Ready once it answers a request, not once it listens: on a busy host a fresh process's first answer can
-    # take longer than a page's whole timeout.
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            requests.get(f"http://127.0.0.1:{port}/readyz", timeout=10)
-            break
-        except requests.RequestException:
-            time.sleep(0.2)
-    else:
-        process.kill()
-        pytest.fail("daphne did not start")
-    yield f"http://127.0.0.1:{port}"
-    process.terminate()
-    process.wait(10)
+    with web_process(env, server="daphne", stdout=None, stderr=None) as (_, port):
+        yield f"http://127.0.0.1:{port}"
 
 
 @pytest.fixture

@@ -3,8 +3,6 @@ as soon as a body passes its route's limit and 408 when it is too slow; the ASGI
 
 import select
 import socket
-import subprocess
-import sys
 import time
 
 import pytest
@@ -12,30 +10,15 @@ from channels.testing import HttpCommunicator
 
 from config.asgi import application
 from leadgen.models import Lead
-from tests.conftest import free_port, subprocess_env
+from tests.conftest import subprocess_env, web_process
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture(scope="module")
 def web():
-    port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "config.serve", "-b", "127.0.0.1", "-p", str(port), "config.asgi:application"],
-        env=subprocess_env(REQUEST_BODY_TIMEOUT_SECONDS="1.5"),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
-            time.sleep(0.2)
-    yield port
-    process.terminate()
-    process.wait(timeout=10)
+    with web_process(subprocess_env(REQUEST_BODY_TIMEOUT_SECONDS="1.5")) as (_, port):
+        yield port
 
 
 def head(path: str, headers: dict) -> bytes:

@@ -6,8 +6,6 @@ Django routes, however it is spelled."""
 import asyncio
 import select
 import socket
-import subprocess
-import sys
 import time
 
 import pytest
@@ -15,7 +13,7 @@ from asgiref.testing import ApplicationCommunicator
 
 from config.asgi import application
 from leadgen.models import Lead
-from tests.conftest import free_port, subprocess_env
+from tests.conftest import subprocess_env, web_process
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -25,27 +23,13 @@ CONNECTIONS_PER_IP = 4
 
 @pytest.fixture(scope="module")
 def web():
-    port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "config.serve", "-b", "127.0.0.1", "-p", str(port), "config.asgi:application"],
-        env=subprocess_env(
-            REQUEST_HEAD_TIMEOUT_SECONDS=str(HEAD_TIMEOUT),
-            REQUEST_BODY_TIMEOUT_SECONDS="3",
-            MAX_CONNECTIONS_PER_IP=str(CONNECTIONS_PER_IP),
-        ),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+    env = subprocess_env(
+        REQUEST_HEAD_TIMEOUT_SECONDS=str(HEAD_TIMEOUT),
+        REQUEST_BODY_TIMEOUT_SECONDS="3",
+        MAX_CONNECTIONS_PER_IP=str(CONNECTIONS_PER_IP),
     )
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
-            time.sleep(0.2)
-    yield port
-    process.terminate()
-    process.wait(timeout=10)
+    with web_process(env) as (_, port):
+        yield port
 
 
 def read_answer(sock) -> bytes:
