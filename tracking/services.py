@@ -221,7 +221,13 @@ class PollResult:
 
 
 def _attempts_key(source: MessageSource) -> str:
-    return f"tracking:message-attempts:{source.key}"
+    """The message's attempt record in the shared Redis, under the cache's prefix and version."""
+    return cache.make_key(f"tracking:message-attempts:{source.key}")
+
+
+def message_attempts_clear(source: MessageSource) -> None:
+    """A poll read the message to the end: polls that stopped on it before no longer count."""
+    shared_redis().delete(_attempts_key(source))
 
 
 def message_attempt_start(*, source: MessageSource, poll: str, finished: MessageSource | None = None) -> int:
@@ -233,11 +239,11 @@ def message_attempt_start(*, source: MessageSource, poll: str, finished: Message
     does not count: several polls reading one message at once must not take it for a message that stops polls.
     `finished`: the message this poll read just before, whose record is cleared in the same round trip.
     """
-    key = cache.make_key(_attempts_key(source))  # the cache's prefix and version, as cache.delete uses
+    key = _attempts_key(source)
     now = time.time()
     pipeline = shared_redis().pipeline(transaction=False)
     if finished is not None:
-        pipeline.delete(cache.make_key(_attempts_key(finished)))
+        pipeline.delete(_attempts_key(finished))
     pipeline.zcount(key, "-inf", now - settings.IMAP_MESSAGE_READ_SECONDS)
     pipeline.zadd(key, {poll: now})
     pipeline.expire(key, MESSAGE_ATTEMPTS_TTL)
@@ -357,7 +363,7 @@ def _batch_capture(
             attempts, finished = message_attempt_start(source=source, poll=poll, finished=finished), source
         read.append(_message_read(message, source, attempts, mappings))
     if finished is not None:
-        cache.delete(_attempts_key(finished))
+        message_attempts_clear(finished)
     return _messages_capture(read, breaker, mappings, result, reread=reread)
 
 
@@ -420,8 +426,6 @@ def mailbox_polls_enqueue(*, mailbox_names: list[str]):
             if jobs.has_unfinished(prefix):
                 continue
             enqueued.append(
-                jobs.enqueue(
-                    POLL_KIND, {"mailbox": name}, key=f"{prefix}{stamp}", max_attempts=POLL_MAX_ATTEMPTS
-                )
+                jobs.enqueue(POLL_KIND, {"mailbox": name}, key=f"{prefix}{stamp}", max_attempts=POLL_MAX_ATTEMPTS)
             )
     return enqueued

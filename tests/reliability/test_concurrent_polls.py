@@ -3,19 +3,16 @@ other's bookkeeping: a poll that finishes a message clears its attempt count whi
 
 import threading
 
-from django.core.cache import cache
-
-from tracking.services import MessageSource, message_attempt_start
+from tracking.services import MessageSource, message_attempt_start, message_attempts_clear
 
 
 def test_an_attempt_starts_while_another_poll_clears_the_count():
     source = MessageSource("env", 1796146804, 11)
-    key = f"tracking:message-attempts:{source.key}"
     stop, failures = threading.Event(), []
 
     def finishing_poll():  # what a poll does once the message's lead is saved
         while not stop.is_set():
-            cache.delete(key)
+            message_attempts_clear(source)
 
     clearer = threading.Thread(target=finishing_poll)
     clearer.start()
