@@ -297,7 +297,8 @@ def main():
         if not args.no_run:
             results.parent.mkdir(parents=True, exist_ok=True)
             results.unlink(missing_ok=True)
-            command = bench.command(results) + (bench.quick if args.quick else [])
+            # Relative to the checkout (the working directory), so that results.json names no machine's path.
+            command = bench.command(results.relative_to(ROOT)) + (bench.quick if args.quick else [])
             print(f"\n=== {bench.name}: {' '.join(command)}", flush=True)
             began = time.monotonic()
             status = subprocess.run(command, cwd=ROOT).returncode

@@ -101,7 +101,7 @@ def parse_args():
     parser.add_argument("--scale-target", type=float, default=0.6, help="scaled out: N / 1 processes ttft p50")
     parser.add_argument(
         "--launcher",
-        default=f"{Path(sys.executable).parent / 'supervisord'} -n -c deploy/supervisor/web.conf",
+        default=f"{os.path.relpath(Path(sys.executable).parent / 'supervisord')} -n -c deploy/supervisor/web.conf",
         help="scaled out: the command that serves WEB_PROCESSES web processes on BIND_HOST:PORT",
     )
     parser.add_argument("--results", type=Path, default=RESULTS, help="JSON output (default %(default)s)")
