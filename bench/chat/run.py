@@ -29,8 +29,10 @@ production settings) in front of the agent stand-in (standins/agent.py), which s
    --open-rate a second through the same daphne; each arrival starts a relay chat
    and a direct chat at the same instant. Target: the relay's time to first token
    p99 at most --open-added-ms (50) above the direct client's. Then (--no-open-floor
-   skips it) the same again with the floor in the relay's place: what any relay
-   through one daphne process adds, which our relay's added time is read against.
+   skips it) another such minute with the arrivals taken in turn by the relay and
+   the floor, each beside its direct chat: what any relay through one daphne process
+   adds, and the relay's time to first token over the floor's in the same minute,
+   the same load on the process, whatever the neighbours do.
 
 3. Scaled out (--scale-processes N, 0 to skip): the burst of --chats relay chats
    against --launcher run with WEB_PROCESSES=N and with WEB_PROCESSES=1 (each on a
@@ -94,7 +96,7 @@ def parse_args():
         "--open-floor",
         action=argparse.BooleanOptionalAction,
         default=True,
-        help="open loop: then the same through the floor, what the relay's added time is read against (default on)",
+        help="open loop: then a minute of relay and floor chats in turn, the relay read against the floor (on)",
     )
     parser.add_argument("--seed", type=int, default=1, help="open loop: the arrivals' random seed (default 1)")
     parser.add_argument("--scale-processes", type=int, default=2, help="scaled out: web processes; 0 skips (2)")
@@ -251,26 +253,29 @@ def arrivals() -> list[float]:
     return times
 
 
-async def open_loop(kind: str) -> tuple[list[Chat], list[Chat], list[str]]:
-    """Chats arriving at --open-rate a second for --open-seconds: each arrival a chat of `kind` (relay, floor) and
-    a direct chat."""
-    prefix = f"bench-open-{kind}-{uuid.uuid4().hex[:6]}"
+async def open_loop(kinds: tuple[str, ...]) -> list[tuple[str, Chat, Chat, str]]:
+    """Chats arriving at --open-rate a second for --open-seconds: each arrival a chat through the web process, of
+    `kinds` in turn (relay, floor), and a direct chat started with it; (kind, that chat, its direct chat, its
+    session id) per arrival."""
+    prefix = f"bench-open-{'-'.join(kinds)}-{uuid.uuid4().hex[:6]}"
     started = asyncio.Event()
     started.set()
     loop = asyncio.get_running_loop()
-    relay_tasks, direct_tasks, session_ids = [], [], []
+    arrived = []
     async with http_session() as session:
-        url = f"http://127.0.0.1:{WEB_PORT}{RELAY_PATHS[kind]}"
         began = loop.time()
         for index, at in enumerate(arrivals()):
             await asyncio.sleep(max(0.0, began + at - loop.time()))
-            session_ids.append(f"{prefix}-{index}")
-            relay_tasks.append(asyncio.create_task(relay_chat(started, session, session_ids[-1], url)))
-            direct_tasks.append(asyncio.create_task(direct_chat(started, f"{prefix}-direct-{index}")))
-        relays = await asyncio.gather(*relay_tasks)
-        directs = await asyncio.gather(*direct_tasks)
-    print(f"  open loop: {len(relays)} {kind} + {len(directs)} direct chats in {loop.time() - began:.1f} s", flush=True)
-    return relays, directs, session_ids
+            kind, session_id = kinds[index % len(kinds)], f"{prefix}-{index}"
+            url = f"http://127.0.0.1:{WEB_PORT}{RELAY_PATHS[kind]}"
+            chat = asyncio.create_task(relay_chat(started, session, session_id, url))
+            direct = asyncio.create_task(direct_chat(started, f"{prefix}-direct-{index}"))
+            arrived.append((kind, chat, direct, session_id))
+        chats = await asyncio.gather(*(chat for _, chat, _, _ in arrived))
+        directs = await asyncio.gather(*(direct for _, _, direct, _ in arrived))
+    print(f"  open loop: {len(chats)} {' and '.join(kinds)} chats, each beside a direct chat, "
+          f"in {loop.time() - began:.1f} s", flush=True)  # fmt: skip
+    return [(kind, chat, direct, sid) for (kind, _, _, sid), chat, direct in zip(arrived, chats, directs, strict=True)]
 
 
 def check_saved(chats: list[Chat], session_ids: list[str]) -> dict:
@@ -334,34 +339,35 @@ def checked(chats: list[Chat], session_ids: list[str], checks: list) -> None:
         raise BenchError(f"saved answers do not match: {check}")
 
 
-def open_loop_phase(daphne, agent, kind: str = "relay") -> dict:
+def open_loop_phase(daphne, agent, kinds: tuple[str, ...] = ("relay",)) -> dict:
     meter = CpuMeter(groups={"daphne": [daphne.pid], "agent": [agent.pid]})
     before = meter.sample()
-    relays, directs, session_ids = asyncio.run(open_loop(kind))
-    cpu = meter.per_unit(before, meter.sample(), len(relays))
-    if any(not chat.done or chat.tokens != ARGS.tokens for chat in [*directs, *relays]):
+    arrived = asyncio.run(open_loop(kinds))
+    cpu = meter.per_unit(before, meter.sample(), len(arrived))
+    if any(not chat.done or chat.tokens != ARGS.tokens for _, chat, direct, _ in arrived for chat in (chat, direct)):
         raise BenchError("a chat of the open loop did not complete")
+    result = {"rate_per_s": ARGS.open_rate, "seconds": ARGS.open_seconds, "chats": len(arrived)}
     checks = []
-    if kind == "relay":
-        checked(relays, session_ids, checks)
-    relay, direct = summary(relays), summary(directs)
-    added = [(r.ttft - d.ttft) * 1000 for r, d in zip(relays, directs, strict=True)]
-    result = {
-        "rate_per_s": ARGS.open_rate,
-        "seconds": ARGS.open_seconds,
-        "chats": len(relays),
-        "relay": relay,
-        "direct": direct,
-        # The target: how much later the relay's slowest 1 % see their first token than the direct client's.
-        "added_ttft_ms_p50": round(relay["ttft_ms_p50"] - direct["ttft_ms_p50"], 1),
-        "added_ttft_ms_p99": round(relay["ttft_ms_p99"] - direct["ttft_ms_p99"], 1),
-        # For reference: the same, chat by chat (each relay chat against the direct one that started with it).
-        "paired_added_ttft_ms_p50": round(percentile(added, 50), 1),
-        "paired_added_ttft_ms_p99": round(percentile(added, 99), 1),
-        "cpu_us_per_chat": cpu,  # daphne: per relay (or floor) chat; agent: both kinds
-        "checks": checks,
-    }
-    result["target_met"] = result["added_ttft_ms_p99"] < ARGS.open_added_ms
+    for kind in kinds:
+        chats = [chat for k, chat, _, _ in arrived if k == kind]
+        directs = [direct for k, _, direct, _ in arrived if k == kind]
+        if kind == "relay":
+            checked(chats, [sid for k, _, _, sid in arrived if k == kind], checks)
+        through, direct = summary(chats), summary(directs)
+        added = [(chat.ttft - beside.ttft) * 1000 for chat, beside in zip(chats, directs, strict=True)]
+        result[kind] = {
+            "chats": len(chats),
+            "summary": through,
+            "direct": direct,
+            # How much later its slowest 1 % see their first token than the direct clients started with them.
+            "added_ttft_ms_p50": round(through["ttft_ms_p50"] - direct["ttft_ms_p50"], 1),
+            "added_ttft_ms_p99": round(through["ttft_ms_p99"] - direct["ttft_ms_p99"], 1),
+            # For reference: the same, chat by chat (each against the direct one that started with it).
+            "paired_added_ttft_ms_p50": round(percentile(added, 50), 1),
+            "paired_added_ttft_ms_p99": round(percentile(added, 99), 1),
+        }
+    result["cpu_us_per_chat"] = cpu  # daphne: per chat through it; agent: direct chats included
+    result["checks"] = checks
     return result
 
 
@@ -447,11 +453,15 @@ def main():
                 elif any(not chat.done or chat.tokens != ARGS.tokens for chat in chats):
                     raise BenchError(f"a {kind} chat did not complete")
         opened = open_loop_phase(daphne, agent) if ARGS.open_seconds > 0 else None
+        if opened:
+            # The target: the relay's time to first token p99 over the direct clients'.
+            opened["target_met"] = opened["relay"]["added_ttft_ms_p99"] < ARGS.open_added_ms
         if opened and ARGS.open_floor:
-            floor_added = opened["floor_instead"] = open_loop_phase(daphne, agent, "floor")
-            # What is ours in the added time: the relay's over the floor's, each against its own direct clients.
+            mixed = opened["relay_and_floor"] = open_loop_phase(daphne, agent, ("relay", "floor"))
+            # What is ours in the added time: the relay's time to first token over the floor's, the same minute.
             opened["added_over_floor_ms"] = {
-                q: round(opened[f"added_ttft_ms_{q}"] - floor_added[f"added_ttft_ms_{q}"], 1) for q in ("p50", "p99")
+                q: round(mixed["relay"]["summary"][f"ttft_ms_{q}"] - mixed["floor"]["summary"][f"ttft_ms_{q}"], 1)
+                for q in ("p50", "p99")
             }
         stop_process(daphne)  # idle from here on, but out of the way
         scaled = scaled_phase(env) if ARGS.scale_processes > 0 else None
@@ -488,6 +498,8 @@ def main():
                                           "ratios_relay_vs_direct", "burst_targets_met")}  # fmt: skip
     if opened:
         brief["open_loop"] = {key: value for key, value in opened.items() if key not in ("checks", "cpu_us_per_chat")}
+        if mixed := brief["open_loop"].get("relay_and_floor"):
+            brief["open_loop"]["relay_and_floor"] = {key: mixed[key] for key in ("relay", "floor")}
     if scaled:
         brief["scaled"] = {key: value for key, value in scaled.items() if key != "checks"}
     print(json.dumps({**brief, "targets_met": met}, indent=2))
