@@ -344,7 +344,8 @@ def open_loop_phase(daphne, agent, kinds: tuple[str, ...] = ("relay",)) -> dict:
     before = meter.sample()
     arrived = asyncio.run(open_loop(kinds))
     cpu = meter.per_unit(before, meter.sample(), len(arrived))
-    if any(not chat.done or chat.tokens != ARGS.tokens for _, chat, direct, _ in arrived for chat in (chat, direct)):
+    every = [chat for _, through, beside, _ in arrived for chat in (through, beside)]
+    if any(not chat.done or chat.tokens != ARGS.tokens for chat in every):
         raise BenchError("a chat of the open loop did not complete")
     result = {"rate_per_s": ARGS.open_rate, "seconds": ARGS.open_seconds, "chats": len(arrived)}
     checks = []
