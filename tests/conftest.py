@@ -87,6 +87,14 @@ def free_port() -> int:
     raise RuntimeError(f"no free port in {first}–{first + size - 1}")
 
 
+def minute_with_time_left(seconds: float = 15) -> None:
+    """Rate limits count in fixed windows that start on the clock's minute: a test whose calls must fall in one
+    window waits, when the current one has less than `seconds` left, for the next to begin."""
+    left = 60 - time.time() % 60
+    if left < seconds:
+        time.sleep(left)
+
+
 def subprocess_env(**extra) -> dict:
     """Environment for a worker/beat subprocess that shares the test database."""
     db = settings.DATABASES["default"]

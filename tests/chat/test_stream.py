@@ -8,7 +8,7 @@ import requests
 
 from chat.models import ChatMessage, ChatSession
 from tests.chat.conftest import CHAT_KEY, SESSION, chat_request
-from tests.conftest import free_port, subprocess_env, wait_until_up
+from tests.conftest import free_port, minute_with_time_left, subprocess_env, wait_until_up
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -154,6 +154,7 @@ def test_without_an_agent_configured_the_stream_says_so(settings):
 
 def test_messages_are_limited_per_session_and_per_ip(fake_agent, settings):
     settings.CHAT_STREAM_RATE_PER_SESSION = "2/min"
+    minute_with_time_left()
     ip = {"X-User-IP": "198.51.100.20"}
     assert [chat_request(QUESTION, headers=ip).status for _ in range(3)] == [200, 200, 429]
     settings.CHAT_STREAM_RATE_PER_SESSION, settings.CHAT_STREAM_RATE_PER_IP = "100/min", "3/min"

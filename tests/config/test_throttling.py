@@ -10,12 +10,13 @@ from rest_framework.request import Request
 
 from foundation.cache import shared_redis
 from foundation.throttling import ScopedRateThrottle, window_wait, window_waits
-from tests.conftest import free_port
+from tests.conftest import free_port, minute_with_time_left
 
 
 @pytest.fixture(autouse=True)
 def rate(monkeypatch):
     monkeypatch.setitem(ScopedRateThrottle.THROTTLE_RATES, "tests", "5/min")
+    minute_with_time_left()
     cache.clear()
     yield
     cache.clear()

@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from docs_users import activity
 from docs_users.models import TrackedUser
+from tests.conftest import minute_with_time_left
 
 pytestmark = pytest.mark.django_db
 
@@ -156,6 +157,7 @@ def test_docs_activity_over_the_session_rate_is_dropped_quietly(client, ada, mon
     from rest_framework.throttling import SimpleRateThrottle
 
     monkeypatch.setitem(SimpleRateThrottle.THROTTLE_RATES, "docs_activity", "3/min")
+    minute_with_time_left()
     docs = docs_client(client, ada.sub)
     answers = {
         docs.post("/docs-activity", {"path": f"/{n}/"}, content_type="application/json").status_code for n in range(5)

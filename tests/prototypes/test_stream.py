@@ -19,7 +19,7 @@ from jobs.models import Job
 from prototypes import processor, relay, services
 from prototypes.models import Prototype
 from prototypes.relay import relays
-from tests.conftest import free_port, subprocess_env
+from tests.conftest import free_port, minute_with_time_left, subprocess_env
 from tests.prototypes.conftest import make_lead, run_next_check
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -210,6 +210,7 @@ async def _opened_and_finished(path):
 
 def test_a_client_opening_too_many_streams_is_told_when_to_come_back(settings):
     settings.PROTOTYPES_STREAM_RATE = "2/min"
+    minute_with_time_left()
     path = f"/api/leads/{uuid.uuid4()}/generate-stream"
     streams = [asyncio.run(_opened_and_finished(path)) for _ in range(3)]
     assert [stream.status for stream in streams] == [404, 404, 429]

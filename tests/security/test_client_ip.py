@@ -7,6 +7,7 @@ from django.core.cache import cache
 from rest_framework.throttling import ScopedRateThrottle
 
 from leadgen.models import Lead
+from tests.conftest import minute_with_time_left
 
 pytestmark = pytest.mark.django_db
 
@@ -57,6 +58,7 @@ def test_the_lead_keeps_the_address_the_trusted_proxies_saw(client, settings, pr
 def test_a_longer_forwarded_header_does_not_buy_a_fresh_rate_limit(client, settings, monkeypatch):
     settings.TRUSTED_PROXY_COUNT = 1
     monkeypatch.setitem(ScopedRateThrottle.THROTTLE_RATES, "leads", "2/min")
+    minute_with_time_left()
     statuses = [
         post_lead(client, remote="10.0.0.2", forwarded=f"{spoof}, {CLIENT}", email=f"u{n}@example.com").status_code
         for n, spoof in enumerate(["1.1.1.1", "2.2.2.2", "3.3.3.3"])
@@ -69,6 +71,7 @@ def test_a_longer_forwarded_header_does_not_buy_a_fresh_rate_limit(client, setti
 def test_ipv6_clients_are_throttled_per_64(client, settings, monkeypatch):
     settings.TRUSTED_PROXY_COUNT = 0
     monkeypatch.setitem(ScopedRateThrottle.THROTTLE_RATES, "leads", "2/min")
+    minute_with_time_left()
     statuses = [
         post_lead(client, remote=f"2001:db8:1:2::{n:x}", email=f"u{n}@example.com").status_code for n in (1, 2, 3)
     ]
