@@ -278,10 +278,15 @@ async def open_loop(kinds: tuple[str, ...]) -> list[tuple[str, Chat, Chat, str]]
     return [(kind, chat, direct, sid) for (kind, _, _, sid), chat, direct in zip(arrived, chats, directs, strict=True)]
 
 
+def incomplete(chats) -> bool:
+    """Whether any of `chats` ended without its `done` or with fewer deltas than the agent sends."""
+    return any(not chat.done or chat.tokens != ARGS.tokens for chat in chats)
+
+
 def check_saved(chats: list[Chat], session_ids: list[str]) -> dict:
     """Every chat complete, and in the database once: its question and one complete answer with the full text."""
     count = len(session_ids)
-    incomplete = sum(not chat.done or chat.tokens != ARGS.tokens for chat in chats)
+    unfinished = sum(not chat.done or chat.tokens != ARGS.tokens for chat in chats)
     expected = "".join(f"t{index:03d} " for index in range(ARGS.tokens))
     time.sleep(0.5)  # the answer is saved before `done` is sent; this is slack for the check only
     rows = ChatMessage.objects.filter(session__session_id__in=session_ids)
@@ -290,7 +295,7 @@ def check_saved(chats: list[Chat], session_ids: list[str]) -> dict:
     for session_id, content, state in answers.values_list("session__session_id", "content", "state"):
         per_session.setdefault(session_id, []).append((content, state))
     problems = {
-        "incomplete_chats": incomplete,
+        "incomplete_chats": unfinished,
         "questions_saved": rows.filter(role="user").count(),
         "answers_saved": answers.count(),
         "sessions_without_exactly_one_answer": sum(len(per_session.get(sid, [])) != 1 for sid in session_ids),
@@ -344,25 +349,23 @@ def open_loop_phase(daphne, agent, kinds: tuple[str, ...] = ("relay",)) -> dict:
     before = meter.sample()
     arrived = asyncio.run(open_loop(kinds))
     cpu = meter.per_unit(before, meter.sample(), len(arrived))
-    every = [chat for _, through, beside, _ in arrived for chat in (through, beside)]
-    if any(not chat.done or chat.tokens != ARGS.tokens for chat in every):
+    if incomplete(chat for _, through, beside, _ in arrived for chat in (through, beside)):
         raise BenchError("a chat of the open loop did not complete")
     result = {"rate_per_s": ARGS.open_rate, "seconds": ARGS.open_seconds, "chats": len(arrived)}
     checks = []
     for kind in kinds:
-        chats = [chat for k, chat, _, _ in arrived if k == kind]
-        directs = [direct for k, _, direct, _ in arrived if k == kind]
+        chats, directs, session_ids = zip(*((c, d, sid) for k, c, d, sid in arrived if k == kind), strict=True)
         if kind == "relay":
-            checked(chats, [sid for k, _, _, sid in arrived if k == kind], checks)
-        through, direct = summary(chats), summary(directs)
+            checked(chats, list(session_ids), checks)
+        ours, direct = summary(chats), summary(directs)
         added = [(chat.ttft - beside.ttft) * 1000 for chat, beside in zip(chats, directs, strict=True)]
         result[kind] = {
             "chats": len(chats),
-            "summary": through,
+            "summary": ours,
             "direct": direct,
             # How much later its slowest 1 % see their first token than the direct clients started with them.
-            "added_ttft_ms_p50": round(through["ttft_ms_p50"] - direct["ttft_ms_p50"], 1),
-            "added_ttft_ms_p99": round(through["ttft_ms_p99"] - direct["ttft_ms_p99"], 1),
+            "added_ttft_ms_p50": round(ours["ttft_ms_p50"] - direct["ttft_ms_p50"], 1),
+            "added_ttft_ms_p99": round(ours["ttft_ms_p99"] - direct["ttft_ms_p99"], 1),
             # For reference: the same, chat by chat (each against the direct one that started with it).
             "paired_added_ttft_ms_p50": round(percentile(added, 50), 1),
             "paired_added_ttft_ms_p99": round(percentile(added, 99), 1),
@@ -401,7 +404,7 @@ def scaled_phase(env: dict) -> dict:
                 checked(chats, session_ids, checks)
                 results[count].extend(chats)
                 chats, _ = asyncio.run(phase("floor", round_number, launchers[count][1]))
-                if any(not chat.done or chat.tokens != ARGS.tokens for chat in chats):
+                if incomplete(chats):
                     raise BenchError("a floor chat did not complete")
                 floors[count].extend(chats)
     finally:
@@ -451,7 +454,7 @@ def main():
                 results[kind].extend(chats)
                 if kind == "relay":
                     checked(chats, session_ids, results["checks"])
-                elif any(not chat.done or chat.tokens != ARGS.tokens for chat in chats):
+                elif incomplete(chats):
                     raise BenchError(f"a {kind} chat did not complete")
         opened = open_loop_phase(daphne, agent) if ARGS.open_seconds > 0 else None
         if opened:
