@@ -69,12 +69,15 @@ def start(tmp_path, port) -> RunningSystem:
         )  # fmt: skip
     system = RunningSystem(process, f"http://127.0.0.1:{port}", output, tmp_path / "data")
 
+    def printed() -> str:
+        return output.read_text()[-4000:]
+
     def ready():
         if process.poll() is not None:
-            raise AssertionError(f"make run exited ({process.returncode}); it printed:\n{output.read_text()[-4000:]}")
+            raise AssertionError(f"make run exited ({process.returncode}); it printed:\n{printed()}")
         return requests.get(f"{system.base}/readyz", headers={"Accept": "application/json"}, timeout=5).ok
 
-    wait_for(ready, timeout=300, message=lambda: f"/readyz to answer; make run printed:\n{output.read_text()[-4000:]}")
+    wait_for(ready, timeout=300, message=lambda: f"/readyz to answer; make run printed:\n{printed()}")
     return system
 
 

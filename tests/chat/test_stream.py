@@ -1,14 +1,11 @@
 """POST /api/chat/stream through the ASGI application daphne serves, against local fake agents."""
 
-import subprocess
-import sys
-
 import pytest
 import requests
 
 from chat.models import ChatMessage, ChatSession
 from tests.chat.conftest import CHAT_KEY, SESSION, chat_request
-from tests.conftest import free_port, minute_with_time_left, subprocess_env, wait_until_up
+from tests.conftest import free_port, minute_with_time_left, subprocess_env, web_process
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -245,21 +242,14 @@ def test_an_answer_that_runs_on_is_cut_and_kept_as_partial(fake_agent, monkeypat
 
 def test_a_database_outage_is_a_503_to_come_back_to_not_a_500(fake_agent, tmp_path):
     """daphne on a database nobody listens on: the message is refused with database_unavailable and Retry-After."""
-    port = free_port()
     env = subprocess_env(
         DATABASE_URL=f"postgres://nobody:nothing@127.0.0.1:{free_port()}/gone", DATABASE_POOL_TIMEOUT=1,
         CHAT_API_KEY=CHAT_KEY, CHAT_AGENT_URL=fake_agent.url, CHAT_AGENT_TOKEN="agent-token", LOG_LEVEL="WARNING",
     )  # fmt: skip
-    with (tmp_path / "daphne.log").open("wb") as log:
-        daphne = subprocess.Popen([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
-                                   "config.asgi:application"], env=env, stdout=log, stderr=log)  # fmt: skip
-        try:
-            wait_until_up(f"http://127.0.0.1:{port}/healthz")
-            response = requests.post(f"http://127.0.0.1:{port}/api/chat/stream", json=QUESTION,
-                                     headers={"X-Chat-Api-Key": CHAT_KEY}, timeout=30)  # fmt: skip
-        finally:
-            daphne.terminate()
-            daphne.wait(timeout=20)
+    log = tmp_path / "daphne.log"
+    with log.open("wb") as out, web_process(env, server="daphne", stdout=out, stderr=out) as (_, port):
+        response = requests.post(f"http://127.0.0.1:{port}/api/chat/stream", json=QUESTION,
+                                 headers={"X-Chat-Api-Key": CHAT_KEY}, timeout=30)  # fmt: skip
     assert response.status_code == 503, response.content
     assert response.json()["error"]["code"] == "database_unavailable"
     assert int(response.headers["Retry-After"]) > 0
