@@ -88,8 +88,9 @@ def free_port() -> int:
 
 
 def minute_with_time_left(seconds: float = 15) -> None:
-    """Rate limits count in fixed windows that start on the clock's minute: a test whose calls must fall in one
-    window waits, when the current one has less than `seconds` left, for the next to begin."""
+    """Rate limits and once-a-minute job keys count in windows that start on the clock's minute: a test whose
+    calls must fall in one window waits, when the current one has less than `seconds` left, for the next to
+    begin."""
     left = 60 - time.time() % 60
     if left < seconds:
         time.sleep(left)

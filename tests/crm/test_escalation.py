@@ -15,6 +15,7 @@ from crm.models import Contact, RepProfile, Task, TimelineEvent
 from foundation.schedules import PERIODIC_TASKS
 from foundation.staff_groups import MANAGERS, SALES
 from jobs.models import Job
+from tests.conftest import minute_with_time_left
 
 pytestmark = pytest.mark.django_db
 
@@ -195,6 +196,7 @@ def test_beat_queues_the_escalation_job_which_escalates(make_user, store):
     task = pending_task(store, make_user("owner", manager=make_user("boss", rep=False)),
                         due_at=timezone.now() - timedelta(minutes=1))  # fmt: skip
 
+    minute_with_time_left()
     escalation_start()
     escalation_start()  # the same minute: the same job
     [job] = Job.objects.filter(kind="crm.escalate_overdue")
