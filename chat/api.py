@@ -24,6 +24,7 @@ from rest_framework.views import APIView
 from chat import admission, relay, selectors, services
 from foundation.api import (
     DATABASE_RETRY_AFTER_SECONDS,
+    WHITESPACE,
     DatabaseUnavailable,
     ExactPatternField,
     StrictCharField,
@@ -44,7 +45,7 @@ WIDGET_TOKEN_HEADER = "X-Chat-Widget-Token"
 class ChatStreamInputSerializer(serializers.Serializer):
     sessionId = ExactPatternField(services.SESSION_ID_PATTERN, message=services.SESSION_ID_INVALID, max_length=128)
     message = StrictCharField(
-        min_length=1, max_length=4000, validators=[RegexValidator(r"\S", message="Write a message.")]
+        min_length=1, max_length=4000, validators=[RegexValidator(rf"[^{WHITESPACE}]", message="Write a message.")]
     )
 
     def to_internal_value(self, data):

@@ -92,8 +92,12 @@ class RawMaxLengthMixin:
 # not match "": for a field that allows blank, drf-spectacular adds `oneOf` an empty string, and "" must
 # match only that alternative (DRF never runs validators on a blank value).
 NO_NUL = RegexValidator(r"^[^\x00]+$", message="Null characters are not allowed.")
+# What DRF trims (str.strip(): the characters str.isspace() names), spelled out for a character class: a schema's
+# pattern is read as ECMAScript, whose \s differs from Python's (U+001C–U+001F, U+0085 are not in it; U+FEFF is),
+# so a pattern with \s would let a client send what the check refuses.
+WHITESPACE = r"\t\n\x0b\x0c\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
 # Text that is not only whitespace (DRF trims it, then refuses the blank), without NUL characters.
-NOT_BLANK = RegexValidator(r"^[^\x00]*[^\x00\s][^\x00]*$", message="This field may not be blank.")
+NOT_BLANK = RegexValidator(rf"^[^\x00]*[^\x00{WHITESPACE}][^\x00]*$", message="This field may not be blank.")
 
 
 class StrictCharField(RawMaxLengthMixin, serializers.CharField):
